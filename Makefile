@@ -1,0 +1,43 @@
+# Two commands do everything on a fresh Debian 12 machine:
+#   make run    install missing packages, configure, build, run the default suite (host backend)
+#   make test   the same set-up, then the whole test suite (release and ASan/UBSan builds)
+PRESET ?= default
+BUILD := build/$(PRESET)
+XB := $(BUILD)/xferbench
+
+.PHONY: all deps configure build run test test-release test-asan bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET)
+
+build: configure
+	cmake --build --preset $(PRESET)
+
+run: build
+	$(XB) list --backend host
+	$(XB) topo --backend host
+	$(XB) copy --backend host
+
+test: test-release test-asan
+
+test-release: build
+	ctest --preset $(PRESET) -j2
+
+test-asan: deps
+	@test -f build/asan/build.ninja || cmake --preset asan
+	cmake --build --preset asan
+	ctest --preset asan -j2
+
+bench: build
+	bench/host_copy_vs_memcpy.sh $(XB)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+clean:
+	rm -rf build

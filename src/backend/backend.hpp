@@ -1,0 +1,138 @@
+#pragma once
+// The backend interface: devices, buffers, streams/events and copiers, with
+// capability queries. Vendor types stay inside backend/<vendor>/ (STYLE.md §6).
+// Optional operations answer with Support::no(reason) or throw NotSupported.
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "core/units.hpp"
+
+namespace xb {
+
+enum class MemKind { device, pinned, pageable };
+enum class Method { dma, core };
+
+const char* to_string(MemKind k);
+const char* to_string(Method m);
+
+struct DeviceInfo {
+  int id = 0;
+  std::string name;
+  int numa = -1;       // NUMA node the device's memory sits on
+  Bytes memory = 0;    // capacity in bytes, 0 when unknown
+};
+
+// Memory owned by a backend. data() is the address the backend's copiers use;
+// it is dereferenceable by the host only where the backend says so.
+class Buffer {
+ public:
+  Buffer(MemKind kind, int device, Bytes size, void* data)
+      : kind_(kind), device_(device), size_(size), data_(data) {}
+  virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  MemKind kind() const { return kind_; }
+  int device() const { return device_; }  // -1 for host memory
+  Bytes size() const { return size_; }
+  void* data() const { return data_; }
+
+ private:
+  MemKind kind_;
+  int device_;
+  Bytes size_;
+  void* data_;
+};
+
+// A completion marker recorded on a stream; carries the time it completed.
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual void synchronize() = 0;
+  virtual bool query() = 0;  // completed?
+  // Microseconds from `start` to this event; both must have completed.
+  virtual double elapsed_us_since(const Event& start) const = 0;
+};
+
+// An in-order queue of asynchronous copies on one device's copy engine.
+// The issuer returns at once; completion is observed through events.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual int device() const = 0;
+  virtual void copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off,
+                          Bytes n) = 0;
+  virtual void record(Event& event) = 0;
+  virtual void synchronize() = 0;
+};
+
+struct CopyOp {
+  const Buffer* src = nullptr;
+  Buffer* dst = nullptr;
+  Bytes bytes = 0;
+};
+
+struct CopyTiming {
+  double batch_us = 0;         // from the common start to the last completion
+  std::vector<double> op_us;   // from the common start to each op's completion
+};
+
+struct CopierOptions {
+  int threads = 1;            // cores/workers one copy is split over
+  Bytes tile = 64 * 1024;     // staging tile of the core method
+};
+
+// How one batch of copies is executed and timed: the copy method is a
+// parameter (STYLE.md §3), not a class per direction.
+class Copier {
+ public:
+  virtual ~Copier() = default;
+  virtual Method method() const = 0;
+  // Runs all ops concurrently, started together, and times them with the
+  // backend's best clock. Launch overhead stays outside the timing.
+  virtual CopyTiming run(std::span<const CopyOp> ops) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual const std::vector<DeviceInfo>& devices() const = 0;
+  virtual Capabilities capabilities() const = 0;
+  virtual Support method_support(Method m) const = 0;
+  virtual Support peer_access(int src, int dst) const = 0;
+  // How two devices are connected, e.g. "same NUMA node", "NUMA distance 21".
+  virtual std::string link_type(int a, int b) const = 0;
+  // Bytes that can still be allocated of this kind on this device.
+  virtual Bytes free_memory(MemKind kind, int device) const = 0;
+
+  // device is ignored for host kinds. Throws RuntimeError on failure.
+  virtual std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) = 0;
+  // Host <-> buffer transfers used to fill and verify, outside timing.
+  virtual void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) = 0;
+  virtual void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) = 0;
+
+  virtual std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) = 0;
+  virtual std::unique_ptr<Event> create_event() = 0;
+  virtual std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) = 0;
+};
+
+// What `list` shows about a backend that may not be usable here.
+struct BackendStatus {
+  std::string name;
+  bool available = false;
+  std::string reason;  // why not, when unavailable
+};
+
+// Backends compiled into this binary, in `auto` preference order.
+std::vector<BackendStatus> probe_backends();
+
+// "host", "auto" (first available). Throws UsageError for an unknown or
+// unavailable name, with the reason.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace xb

@@ -1,0 +1,221 @@
+#include "backend/host/host_backend.hpp"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/host/host_internal.hpp"
+#include "backend/host/hwloc_util.hpp"
+#include "core/error.hpp"
+#include "core/sysinfo.hpp"
+
+namespace xb {
+
+std::unique_ptr<Backend> make_host_backend() { return std::make_unique<host::HostBackend>(); }
+
+namespace host {
+namespace {
+
+constexpr int kMaxHostDevices = 64;
+
+// Number of devices requested by XFERBENCH_HOST_DEVICES, 0 when unset.
+int requested_devices() {
+  const char* env = std::getenv("XFERBENCH_HOST_DEVICES");
+  if (!env || !*env) return 0;
+  int n = 0;
+  const char* end = env + std::strlen(env);
+  auto [p, ec] = std::from_chars(env, end, n);
+  if (ec != std::errc() || p != end || n < 1 || n > kMaxHostDevices)
+    throw UsageError(fmt::format("XFERBENCH_HOST_DEVICES='{}' must be an integer in 1..{}", env,
+                                 kMaxHostDevices));
+  return n;
+}
+
+class BoundBuffer final : public Buffer {  // device memory bound to a node
+ public:
+  BoundBuffer(hwloc_topology_t topo, int dev, Bytes n, void* p)
+      : Buffer(MemKind::device, dev, n, p), topo_(topo) {}
+  ~BoundBuffer() override { hwloc_free(topo_, data(), size()); }
+
+ private:
+  hwloc_topology_t topo_;
+};
+
+class PinnedBuffer final : public Buffer {  // mmap + mlock
+ public:
+  PinnedBuffer(Bytes n, void* p) : Buffer(MemKind::pinned, -1, n, p) {}
+  ~PinnedBuffer() override {
+    munlock(data(), size());
+    munmap(data(), size());
+  }
+};
+
+class PageableBuffer final : public Buffer {  // plain heap
+ public:
+  PageableBuffer(Bytes n, void* p) : Buffer(MemKind::pageable, -1, n, p) {}
+  ~PageableBuffer() override { std::free(data()); }
+};
+
+void* map_pinned(Bytes n) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw RuntimeError(fmt::format("mmap of {} failed: {}", format_size(n), std::strerror(errno)));
+  if (mlock(p, n) != 0) {
+    const int err = errno;
+    munmap(p, n);
+    throw RuntimeError(fmt::format(
+        "mlock of {} failed: {} (raise `ulimit -l`, or use --host-mem pageable)", format_size(n),
+        std::strerror(err)));
+  }
+  return p;
+}
+
+}  // namespace
+
+struct HostBackend::Topo {
+  Hwloc hwloc{false};
+  std::vector<std::uint64_t> distances;
+};
+
+HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
+  hwloc_topology_t t = topo_->hwloc.get();
+  const int nnodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+  for (int i = 0; i < nnodes; ++i) {
+    hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    nodes_.push_back({node->os_index, cpu_list(node->cpuset), node->attr->numanode.local_memory});
+  }
+  if (nodes_.empty())
+    nodes_.push_back({0, cpu_list(hwloc_topology_get_topology_cpuset(t)), 0});
+  topo_->distances = numa_distances(t);
+
+  const int requested = requested_devices();
+  const int ndev = requested ? requested : static_cast<int>(nodes_.size());
+  const std::string cpu = cpu_model();
+  for (int d = 0; d < ndev; ++d) {
+    const int n = d % static_cast<int>(nodes_.size());
+    device_node_.push_back(n);
+    const auto& node = nodes_[static_cast<std::size_t>(n)];
+    devices_.push_back({d, fmt::format("NUMA node {} ({})", node.os_index, cpu),
+                        static_cast<int>(node.os_index), node.memory});
+  }
+}
+
+HostBackend::~HostBackend() {
+  std::lock_guard lock(engines_mutex_);
+  engines_.clear();  // join workers before the topology goes away
+}
+
+Capabilities HostBackend::capabilities() const {
+  Capabilities c;
+  c.backend = name();
+  c.devices = static_cast<int>(devices_.size());
+  c.dma_copy = c.core_copy = c.pinned_host = true;
+  c.peer_access = devices_.size() >= 2;
+  return c;
+}
+
+Support HostBackend::method_support(Method) const { return Support::yes(); }
+
+void HostBackend::check_device(int device) const {
+  if (device < 0 || device >= static_cast<int>(devices_.size()))
+    throw UsageError(fmt::format("device {} out of range (this host backend has {} device{})",
+                                 device, devices_.size(), devices_.size() == 1 ? "" : "s"));
+}
+
+Support HostBackend::peer_access(int src, int dst) const {
+  const int n = static_cast<int>(devices_.size());
+  if (src < 0 || dst < 0 || src >= n || dst >= n) return Support::no("no such device");
+  if (src == dst) return Support::no("same device");
+  return Support::yes();
+}
+
+std::string HostBackend::link_type(int a, int b) const {
+  check_device(a);
+  check_device(b);
+  if (a == b) return "self";
+  const auto na = static_cast<std::size_t>(device_node_[static_cast<std::size_t>(a)]);
+  const auto nb = static_cast<std::size_t>(device_node_[static_cast<std::size_t>(b)]);
+  if (na == nb) return "same NUMA node";
+  const auto& d = topo_->distances;
+  if (d.size() == nodes_.size() * nodes_.size())
+    return fmt::format("NUMA distance {}", d[na * nodes_.size() + nb]);
+  return "cross NUMA node";
+}
+
+Bytes HostBackend::free_memory(MemKind, int) const {
+  // Per-node free counts are unreliable inside VMs and containers (nodes that
+  // do not add up to the machine); MemAvailable is what an allocation meets.
+  return available_memory();
+}
+
+std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes size) {
+  if (size == 0) throw RuntimeError("cannot allocate 0 bytes");
+  switch (kind) {
+    case MemKind::device: {
+      check_device(device);
+      hwloc_topology_t t = topo_->hwloc.get();
+      const auto& node = nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])];
+      hwloc_nodeset_t set = hwloc_bitmap_alloc();
+      hwloc_bitmap_only(set, node.os_index);
+      void* p = hwloc_alloc_membind(t, size, set, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
+      const int err = errno;
+      hwloc_bitmap_free(set);
+      if (!p)
+        throw RuntimeError(fmt::format("cannot allocate {} bound to NUMA node {}: {}",
+                                       format_size(size), node.os_index, std::strerror(err)));
+      return std::make_unique<BoundBuffer>(t, device, size, p);
+    }
+    case MemKind::pinned:
+      return std::make_unique<PinnedBuffer>(size, map_pinned(size));
+    case MemKind::pageable: {
+      const Bytes rounded = (size + 4095) / 4096 * 4096;
+      void* p = std::aligned_alloc(4096, rounded);
+      if (!p) throw RuntimeError(fmt::format("cannot allocate {} of host memory", format_size(size)));
+      return std::make_unique<PageableBuffer>(size, p);
+    }
+  }
+  throw RuntimeError("unknown memory kind");
+}
+
+void HostBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {
+  if (offset > dst.size() || src.size() > dst.size() - offset) throw RuntimeError("write past buffer end");
+  std::memcpy(static_cast<std::byte*>(dst.data()) + offset, src.data(), src.size());
+}
+
+void HostBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
+  if (offset > src.size() || dst.size() > src.size() - offset) throw RuntimeError("read past buffer end");
+  std::memcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size());
+}
+
+const std::vector<unsigned>& HostBackend::device_cpus(int device) const {
+  check_device(device);
+  return nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])].cpus;
+}
+
+WorkerPool& HostBackend::engine(int device, int threads) {
+  check_device(device);
+  std::lock_guard lock(engines_mutex_);
+  auto& slot = engines_[{device, threads}];
+  if (!slot) slot = std::make_unique<WorkerPool>(threads, device_cpus(device));
+  return *slot;
+}
+
+std::unique_ptr<Stream> HostBackend::create_stream(int device, const CopierOptions& opts) {
+  return std::make_unique<HostStream>(device, engine(device, opts.threads));
+}
+
+std::unique_ptr<Event> HostBackend::create_event() { return std::make_unique<HostEvent>(); }
+
+std::unique_ptr<Copier> HostBackend::copier(Method m, const CopierOptions& opts) {
+  if (opts.threads < 1) throw UsageError("--threads must be at least 1");
+  if (m == Method::dma) return make_dma_copier(*this, opts);
+  if (opts.tile < 64) throw UsageError("--tile must be at least 64 bytes");
+  return make_core_copier(*this, opts);
+}
+
+}  // namespace host
+}  // namespace xb

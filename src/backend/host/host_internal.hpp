@@ -1,0 +1,106 @@
+#pragma once
+// Internal to backend/host: the concrete backend, its streams, events and
+// copiers. Only host_*.cpp include this.
+#include <map>
+#include <mutex>
+
+#include "backend/backend.hpp"
+#include "backend/host/worker_pool.hpp"
+
+namespace xb::host {
+
+struct NodeInfo {
+  unsigned os_index = 0;
+  std::vector<unsigned> cpus;
+  Bytes memory = 0;
+};
+
+class HostBackend;
+
+// Completion state shared by an event and the job that signals it.
+struct EventState {
+  std::atomic<int> done{0};
+  Clock::time_point when{};
+  std::string error;
+};
+
+class HostEvent final : public Event {
+ public:
+  HostEvent() : state_(std::make_shared<EventState>()) {}
+  void synchronize() override;
+  bool query() override;
+  double elapsed_us_since(const Event& start) const override;
+  // Re-arms the event for a new record(); returns the state to signal.
+  std::shared_ptr<EventState> arm();
+  Clock::time_point when() const { return state_->when; }
+
+ private:
+  std::shared_ptr<EventState> state_;
+};
+
+// Splits [0, n) into `parts` 64-byte aligned pieces; returns piece `i`.
+struct Piece {
+  Bytes offset = 0;
+  Bytes length = 0;
+};
+Piece piece_of(Bytes n, int i, int parts);
+
+class HostStream final : public Stream {
+ public:
+  HostStream(int device, WorkerPool& engine) : device_(device), engine_(engine) {}
+  int device() const override { return device_; }
+  void copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) override;
+  void record(Event& event) override;
+  void synchronize() override;
+  // Makes every engine worker check in at `gate` before later work.
+  void wait_gate(std::shared_ptr<Gate> gate);
+  int workers() const { return engine_.size(); }
+
+ private:
+  int device_;
+  WorkerPool& engine_;
+};
+
+class HostBackend final : public Backend {
+ public:
+  HostBackend();
+  ~HostBackend() override;
+  std::string name() const override { return "host"; }
+  const std::vector<DeviceInfo>& devices() const override { return devices_; }
+  Capabilities capabilities() const override;
+  Support method_support(Method m) const override;
+  Support peer_access(int src, int dst) const override;
+  std::string link_type(int a, int b) const override;
+  Bytes free_memory(MemKind kind, int device) const override;
+  std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) override;
+  void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override;
+  void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) override;
+  std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) override;
+  std::unique_ptr<Event> create_event() override;
+  std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) override;
+
+  // The CPUs a device's workers run on (its node's).
+  const std::vector<unsigned>& device_cpus(int device) const;
+  // The copy engine of a device with `threads` workers, started on first use.
+  WorkerPool& engine(int device, int threads);
+
+ private:
+  void check_device(int device) const;
+
+  struct Topo;  // hwloc handle, kept out of this header
+  std::unique_ptr<Topo> topo_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<int> device_node_;  // device id -> index into nodes_
+  std::vector<DeviceInfo> devices_;
+  std::mutex engines_mutex_;
+  std::map<std::pair<int, int>, std::unique_ptr<WorkerPool>> engines_;
+};
+
+std::unique_ptr<Copier> make_dma_copier(HostBackend& backend, const CopierOptions& opts);
+std::unique_ptr<Copier> make_core_copier(HostBackend& backend, const CopierOptions& opts);
+
+// The device whose workers execute a copy: the device side, the source for
+// device-to-device copies (a push, as copy engines do).
+int executing_device(const CopyOp& op);
+
+}  // namespace xb::host

@@ -1,0 +1,141 @@
+// hwloc: loading, CPU lists, NUMA distances, and the `topo` description.
+#include <fmt/format.h>
+
+#include "backend/host/hwloc_util.hpp"
+#include "backend/host/host_topology.hpp"
+#include "core/error.hpp"
+#include "core/sysinfo.hpp"
+
+namespace xb {
+namespace host {
+
+Hwloc::Hwloc(bool io) {
+  if (hwloc_topology_init(&topo_) != 0) throw RuntimeError("hwloc: cannot initialise topology");
+  if (io) hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (hwloc_topology_load(topo_) != 0) {
+    hwloc_topology_destroy(topo_);
+    throw RuntimeError("hwloc: cannot load the machine topology");
+  }
+}
+
+Hwloc::~Hwloc() { hwloc_topology_destroy(topo_); }
+
+std::vector<unsigned> cpu_list(hwloc_const_cpuset_t set) {
+  std::vector<unsigned> out;
+  if (!set) return out;
+  for (int i = hwloc_bitmap_first(set); i >= 0; i = hwloc_bitmap_next(set, i))
+    out.push_back(static_cast<unsigned>(i));
+  return out;
+}
+
+std::vector<std::uint64_t> numa_distances(hwloc_topology_t topo) {
+  unsigned nr = 1;
+  hwloc_distances_s* dist = nullptr;
+  if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, &dist,
+                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 ||
+      nr == 0 || !dist)
+    return {};
+  const unsigned n = dist->nbobjs;
+  const unsigned total = static_cast<unsigned>(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE));
+  std::vector<std::uint64_t> out;
+  if (n == total) {
+    out.assign(static_cast<std::size_t>(n) * n, 0);
+    // Distance objects may be listed in any order: place by logical index.
+    for (unsigned i = 0; i < n; ++i)
+      for (unsigned j = 0; j < n; ++j)
+        out[dist->objs[i]->logical_index * n + dist->objs[j]->logical_index] =
+            dist->values[i * n + j];
+  }
+  hwloc_distances_release(topo, dist);
+  return out;
+}
+
+}  // namespace host
+
+namespace {
+
+std::string cpus_text(hwloc_const_cpuset_t set) {
+  char buf[256] = {};
+  hwloc_bitmap_list_snprintf(buf, sizeof buf, set);
+  return buf;
+}
+
+const char* cache_type(hwloc_obj_cache_type_t t) {
+  switch (t) {
+    case HWLOC_OBJ_CACHE_DATA:
+      return "data";
+    case HWLOC_OBJ_CACHE_INSTRUCTION:
+      return "instruction";
+    default:
+      return "unified";
+  }
+}
+
+void read_caches(hwloc_topology_t t, Topology& topo) {
+  for (int type = HWLOC_OBJ_L1CACHE; type <= HWLOC_OBJ_L3ICACHE; ++type) {
+    const auto ty = static_cast<hwloc_obj_type_t>(type);
+    const int n = hwloc_get_nbobjs_by_type(t, ty);
+    if (n <= 0) continue;
+    hwloc_obj_t o = hwloc_get_obj_by_type(t, ty, 0);
+    topo.caches.push_back({static_cast<int>(o->attr->cache.depth), cache_type(o->attr->cache.type),
+                           o->attr->cache.size, n});
+  }
+}
+
+int closest_numa(hwloc_topology_t t, hwloc_obj_t o) {
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
+  if (!anc || !anc->nodeset) return -1;
+  const int first = hwloc_bitmap_first(anc->nodeset);
+  return hwloc_bitmap_weight(anc->nodeset) == 1 ? first : -1;
+}
+
+void read_pci(hwloc_topology_t t, Topology& topo) {
+  for (hwloc_obj_t o = hwloc_get_next_pcidev(t, nullptr); o; o = hwloc_get_next_pcidev(t, o)) {
+    const auto& p = o->attr->pcidev;
+    PciDevice d;
+    d.address = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", p.domain, p.bus, p.dev, p.func);
+    d.vendor = p.vendor_id;
+    d.device = p.device_id;
+    const char* subtype = o->subtype ? o->subtype : nullptr;
+    d.kind = subtype ? subtype : fmt::format("class 0x{:04x}", p.class_id);
+    std::string names;
+    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling)
+      if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) names += (names.empty() ? "" : ",") + std::string(c->name);
+    d.name = o->name ? o->name : names;
+    if (o->name && !names.empty()) d.name += " (" + names + ")";
+    d.numa = closest_numa(t, o);
+    if (p.linkspeed > 0) d.link = fmt::format("PCIe {:.1f} GB/s", p.linkspeed);
+    topo.pci.push_back(std::move(d));
+  }
+}
+
+}  // namespace
+
+Topology read_host_topology() {
+  host::Hwloc h(true);
+  hwloc_topology_t t = h.get();
+  Topology topo;
+  topo.packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+  topo.cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+  topo.pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+  topo.cpu_model = cpu_model();
+  const int nn = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+  for (int i = 0; i < nn; ++i) {
+    hwloc_obj_t n = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    topo.nodes.push_back({n->os_index, n->attr->numanode.local_memory, cpus_text(n->cpuset)});
+  }
+  read_caches(t, topo);
+  read_pci(t, topo);
+  topo.distances = host::numa_distances(t);
+  if (!topo.distances.empty()) {
+    topo.distance_source = "hwloc (firmware SLIT/HMAT)";
+  } else if (nn <= 1) {
+    topo.distances = {10};
+    topo.distance_source = "single NUMA node (local distance 10)";
+  } else {
+    topo.distance_source = "none: the firmware reports no NUMA distances";
+  }
+  return topo;
+}
+
+}  // namespace xb

@@ -1,0 +1,107 @@
+#include "cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "core/sysinfo.hpp"
+
+namespace xb::cli {
+
+void add_common(CLI::App& app, CommonOptions& opts) {
+  app.add_option("--backend", opts.backend, "host, cuda, ascend or auto (first available)")
+      ->default_str("auto");
+  app.add_option("--format", opts.format, "table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->default_str("table");
+  app.add_option("-o,--output", opts.output, "write the --format output to FILE")->type_name("FILE");
+  app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
+}
+
+EnvInfo env_of(const Backend& backend) {
+  EnvInfo env;
+  env.host = host_name();
+  env.cpu = cpu_model();
+  env.cores = online_cores();
+  env.backend = backend.name();
+  for (const auto& d : backend.devices()) env.devices.push_back({d.id, d.name, d.numa});
+  return env;
+}
+
+struct Output::File {
+  std::ofstream stream;
+};
+
+Output::Output(const CommonOptions& opts) : opts_(opts), format_(parse_format(opts.format)) {
+  if (opts.output.empty()) return;
+  file_ = std::make_unique<File>();
+  file_->stream.open(opts.output, std::ios::out | std::ios::trunc);
+  if (!file_->stream)
+    throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
+}
+
+Output::~Output() = default;
+
+void Output::emit(const std::function<std::string(Format)>& render) {
+  if (!file_) {
+    std::cout << render(format_) << std::flush;
+    return;
+  }
+  file_->stream << render(format_);
+  file_->stream.flush();
+  if (!file_->stream) throw RuntimeError(fmt::format("writing {} failed", opts_.output));
+  if (!opts_.quiet) std::cout << render(Format::table) << std::flush;
+}
+
+namespace {
+
+constexpr const char* kFooter = R"(Examples:
+  xferbench list                       backends, devices, benchmarks
+  xferbench topo --format json         machine topology (hwloc)
+  xferbench copy                       h2d, d2h, d2d on every device, 2 B..32 MiB, dma and core
+  xferbench copy -t d2d -s 256M --threads 2 --format json -o d2d.json
+  XFERBENCH_HOST_DEVICES=4 xferbench copy -t p2p --bidir
+
+Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"xferbench: how fast data moves in accelerator systems", "xferbench"};
+  app.set_version_flag("--version", fmt::format("xferbench {}", "0.1.0"));
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app)};
+  if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
+    std::string names;
+    bool known = false;
+    for (const auto& c : cmds) {
+      known = known || c.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) throw UsageError(fmt::format("unknown command '{}' (commands: {})", argv[1], names));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    if (msg.empty()) msg = "invalid command line";
+    throw UsageError(msg + " (see xferbench --help)");
+  }
+  for (auto& c : cmds)
+    if (c.app->parsed()) return c.run();
+  throw UsageError("no command given (see xferbench --help)");
+}
+
+}  // namespace xb::cli

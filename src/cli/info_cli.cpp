@@ -1,0 +1,63 @@
+// `xferbench list` and `xferbench topo`.
+#include <CLI/CLI.hpp>
+
+#include "backend/host/host_topology.hpp"
+#include "bench/copy/copy_bench.hpp"
+#include "cli/cli.hpp"
+
+namespace xb::cli {
+namespace {
+
+std::vector<std::string> device_names(const Backend& b) {
+  std::vector<std::string> out;
+  for (const auto& d : b.devices()) out.push_back(d.name);
+  return out;
+}
+
+}  // namespace
+
+Command add_list(CLI::App& root) {
+  auto opts = std::make_shared<CommonOptions>();
+  CLI::App* app = root.add_subcommand("list", "backends, devices and benchmarks, and why something cannot run");
+  add_common(*app, *opts);
+  return {app, [opts] {
+            auto backend = make_backend(opts->backend);
+            Output out(*opts);
+            Registry registry;
+            register_copy(registry);
+            ListView view;
+            for (const auto& b : probe_backends()) view.backends.push_back({b.name, b.available, b.reason});
+            view.selected = backend->name();
+            view.device_names = device_names(*backend);
+            const Capabilities caps = backend->capabilities();
+            for (const auto& def : registry.all()) {
+              const Support s = def.filter(caps);
+              view.benchmarks.push_back({def.key, def.description, s.ok, s.reason});
+            }
+            const EnvInfo env = env_of(*backend);
+            out.emit([&](Format f) { return format_list(view, env, f); });
+            return 0;
+          }};
+}
+
+Command add_topo(CLI::App& root) {
+  auto opts = std::make_shared<CommonOptions>();
+  CLI::App* app = root.add_subcommand("topo", "CPUs, NUMA nodes, caches, PCI devices, distance and link matrices");
+  add_common(*app, *opts);
+  return {app, [opts] {
+            auto backend = make_backend(opts->backend);
+            Output out(*opts);
+            TopoView view;
+            view.machine = read_host_topology();
+            view.backend = backend->name();
+            view.device_names = device_names(*backend);
+            const int n = static_cast<int>(view.device_names.size());
+            for (int a = 0; a < n; ++a)
+              for (int b = 0; b < n; ++b) view.links.push_back(backend->link_type(a, b));
+            const EnvInfo env = env_of(*backend);
+            out.emit([&](Format f) { return format_topo(view, env, f); });
+            return 0;
+          }};
+}
+
+}  // namespace xb::cli

@@ -1,0 +1,37 @@
+#include "core/record.hpp"
+
+namespace xb {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::ok:
+      return "ok";
+    case Status::waived:
+      return "waived";
+    case Status::failed:
+      return "failed";
+  }
+  return "?";
+}
+
+void Record::set_samples(std::span<const double> samples_us) {
+  iters = static_cast<int>(samples_us.size());
+  time_us = compute_stats(samples_us);
+  gbps_median = gbps(bytes, time_us.median);
+  gbps_max = gbps(bytes, time_us.min);
+}
+
+Record Record::waived(std::string kase, std::string method, int src, int dst, Bytes bytes,
+                      std::string reason) {
+  Record r;
+  r.kase = std::move(kase);
+  r.method = std::move(method);
+  r.src = src;
+  r.dst = dst;
+  r.bytes = bytes;
+  r.status = Status::waived;
+  r.reason = std::move(reason);
+  return r;
+}
+
+}  // namespace xb

@@ -1,0 +1,63 @@
+#pragma once
+// Record: one measured (or waived, or failed) case. Benchmarks emit records;
+// reporters only format them (STYLE.md §2).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "core/stats.hpp"
+#include "core/units.hpp"
+
+namespace xb {
+
+enum class Status { ok, waived, failed };
+const char* to_string(Status s);
+
+// A family-specific field (coll: busbw, remote: cycles, ...), kept in order.
+using FieldValue = std::variant<std::int64_t, double, std::string, bool>;
+using Field = std::pair<std::string, FieldValue>;
+
+struct Record {
+  std::string kase;    // "h2d", "d2h", "d2d", "p2p", "p2p_bidir", ...
+  std::string method;  // "dma", "core", ...
+  int src = -1;        // device ids, -1 for the host
+  int dst = -1;
+  Bytes bytes = 0;  // bytes moved per iteration, counted once
+  int iters = 0;
+  Status status = Status::ok;
+  std::string reason;
+  std::optional<bool> verified;  // nullopt: not checked (--no-check, waived)
+  Stats time_us;
+  double gbps_median = 0;
+  double gbps_max = 0;
+  std::vector<Field> extra;
+
+  // Fills time_us and gbps_* from raw per-iteration samples.
+  void set_samples(std::span<const double> samples_us);
+  static Record waived(std::string kase, std::string method, int src, int dst, Bytes bytes,
+                       std::string reason);
+};
+
+// What the run was on; filled by the CLI from the backend and the system.
+struct DeviceSummary {
+  int id = 0;
+  std::string name;
+  int numa = -1;
+};
+
+struct EnvInfo {
+  std::string host;
+  std::string cpu;
+  int cores = 0;
+  std::string backend;
+  std::vector<DeviceSummary> devices;
+  int ranks = 1;
+};
+
+// Ordered key/value parameters of the run, echoed into the report.
+using Params = std::vector<Field>;
+
+}  // namespace xb

@@ -1,0 +1,24 @@
+#pragma once
+// Size sweeps: a fixed size (-s), or MIN..MAX (-b/-e) multiplied by a factor
+// (-f) or advanced by a step (-i), as nccl-tests and ascend-dmi do.
+#include <optional>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace xb {
+
+struct SweepSpec {
+  std::optional<Bytes> fixed;  // -s
+  Bytes min = 0;               // -b
+  Bytes max = 0;               // -e
+  double factor = 0;           // -f (> 1), exclusive with step
+  Bytes step = 0;              // -i
+};
+
+// Expands the spec into sizes, ascending, MAX included when reached exactly.
+// Throws UsageError for MIN > MAX, factor <= 1, both factor and step, or a
+// sweep of more than 100000 sizes.
+std::vector<Bytes> expand_sweep(const SweepSpec& spec);
+
+}  // namespace xb

@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "backend/backend.hpp"
+#include "bench/copy/copy_bench.hpp"
+#include "core/error.hpp"
+
+namespace xb {
+namespace {
+
+struct EnvDevices {
+  explicit EnvDevices(const char* n) { setenv("XFERBENCH_HOST_DEVICES", n, 1); }
+  ~EnvDevices() { unsetenv("XFERBENCH_HOST_DEVICES"); }
+};
+
+Registry copy_registry() {
+  Registry r;
+  register_copy(r);
+  return r;
+}
+
+CopyConfig small(std::vector<CopyCase> cases) {
+  CopyConfig c;
+  c.cases = std::move(cases);
+  c.sizes = c.p2p_sizes = {1, 4096, 100000};
+  c.warmup = 1;
+  c.iters = c.p2p_iters = 3;
+  c.copier.threads = 2;
+  c.copier.tile = 4096;
+  return c;
+}
+
+// Forwards to a real backend, but its copiers flip one byte of the first
+// destination after every copy: what a broken engine would do.
+class CorruptingBackend final : public Backend {
+ public:
+  explicit CorruptingBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
+  std::string name() const override { return in_->name(); }
+  const std::vector<DeviceInfo>& devices() const override { return in_->devices(); }
+  Capabilities capabilities() const override { return in_->capabilities(); }
+  Support method_support(Method m) const override { return in_->method_support(m); }
+  Support peer_access(int s, int d) const override { return in_->peer_access(s, d); }
+  std::string link_type(int a, int b) const override { return in_->link_type(a, b); }
+  Bytes free_memory(MemKind k, int d) const override { return in_->free_memory(k, d); }
+  std::unique_ptr<Buffer> allocate(MemKind k, int d, Bytes n) override { return in_->allocate(k, d, n); }
+  void write(Buffer& b, Bytes o, std::span<const std::byte> s) override { in_->write(b, o, s); }
+  void read(const Buffer& b, Bytes o, std::span<std::byte> d) override { in_->read(b, o, d); }
+  std::unique_ptr<Stream> create_stream(int d, const CopierOptions& o) override { return in_->create_stream(d, o); }
+  std::unique_ptr<Event> create_event() override { return in_->create_event(); }
+  std::unique_ptr<Copier> copier(Method m, const CopierOptions& o) override {
+    struct Bad final : Copier {
+      std::unique_ptr<Copier> c;
+      Method method() const override { return c->method(); }
+      CopyTiming run(std::span<const CopyOp> ops) override {
+        CopyTiming t = c->run(ops);
+        auto* p = static_cast<std::byte*>(ops[0].dst->data());
+        p[ops[0].bytes / 2] ^= std::byte{0x10};
+        return t;
+      }
+    };
+    auto bad = std::make_unique<Bad>();
+    bad->c = in_->copier(m, o);
+    return bad;
+  }
+
+ private:
+  std::unique_ptr<Backend> in_;
+};
+
+}  // namespace
+
+TEST(CopyBench, EveryCaseAndMethodVerifies) {
+  auto b = make_backend("host");
+  const auto recs = run_copy(*b, copy_registry(), small({CopyCase::h2d, CopyCase::d2h, CopyCase::d2d}));
+  ASSERT_EQ(recs.size(), 3u * 2u * 3u);  // cases x methods x sizes
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;
+    EXPECT_EQ(r.verified, std::optional<bool>(true));
+    EXPECT_EQ(r.iters, 3);
+    EXPECT_GT(r.time_us.median, 0.0);
+    EXPECT_GE(r.gbps_max, r.gbps_median);
+  }
+  EXPECT_EQ(recs[0].kase, "h2d");
+  EXPECT_EQ(recs[0].src, -1);
+  EXPECT_EQ(recs[0].method, "dma");
+  EXPECT_EQ(recs[3].method, "core");
+}
+
+TEST(CopyBench, NoCheckLeavesVerifiedUnset) {
+  auto b = make_backend("host");
+  auto cfg = small({CopyCase::d2d});
+  cfg.check = false;
+  for (const auto& r : run_copy(*b, copy_registry(), cfg)) EXPECT_FALSE(r.verified.has_value());
+}
+
+TEST(CopyBench, P2pMatrixWithFourDevices) {
+  EnvDevices env("4");
+  auto b = make_backend("host");
+  auto cfg = small({CopyCase::p2p});
+  cfg.p2p_sizes = {65536};
+  cfg.methods = {Method::dma};
+  cfg.bidir = true;
+  const auto recs = run_copy(*b, copy_registry(), cfg);
+  int uni = 0, bidir = 0, total = 0, local = 0;
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;
+    EXPECT_EQ(r.verified, std::optional<bool>(true));
+    if (r.kase == "p2p") ++uni;
+    if (r.kase == "p2p_bidir") ++bidir;
+    if (r.kase == "p2p_local") {
+      ++local;
+      EXPECT_EQ(r.src, r.dst);
+    }
+    if (r.kase == "p2p_bidir_total") {
+      ++total;
+      EXPECT_EQ(r.bytes, 2u * 65536u);
+    }
+  }
+  EXPECT_EQ(uni, 12);
+  EXPECT_EQ(bidir, 12);  // both directions of the 6 unordered pairs
+  EXPECT_EQ(total, 6);
+  EXPECT_EQ(local, 4);
+}
+
+TEST(CopyBench, P2pWithOneDeviceIsWaived) {
+  auto b = make_backend("host");
+  if (b->devices().size() != 1) GTEST_SKIP() << "machine has several NUMA nodes";
+  const auto recs = run_copy(*b, copy_registry(), small({CopyCase::p2p}));
+  ASSERT_EQ(recs.size(), 2u * 3u);
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.status, Status::waived);
+    EXPECT_NE(r.reason.find("needs at least 2 devices"), std::string::npos);
+  }
+}
+
+TEST(CopyBench, VerificationCatchesACorruptedCopy) {
+  CorruptingBackend b(make_backend("host"));
+  auto cfg = small({CopyCase::d2d});
+  cfg.sizes = {100000};
+  const auto recs = run_copy(b, copy_registry(), cfg);
+  ASSERT_EQ(recs.size(), 2u);
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.verified, std::optional<bool>(false));
+    EXPECT_NE(r.reason.find("first wrong byte at offset 50000"), std::string::npos) << r.reason;
+  }
+}
+
+TEST(CopyBench, ValidationRejectsImpossibleRequests) {
+  auto b = make_backend("host");
+  auto cfg = small({CopyCase::d2d});
+  cfg.device = 99;
+  EXPECT_THROW(validate_copy(*b, cfg), UsageError);
+  cfg = small({CopyCase::d2d});
+  cfg.sizes = {1ULL << 50};
+  EXPECT_THROW(validate_copy(*b, cfg), UsageError);
+  cfg = small({CopyCase::p2p});
+  cfg.src = 0;
+  cfg.dst = 0;
+  EXPECT_THROW(validate_copy(*b, cfg), UsageError);
+  EXPECT_NO_THROW(validate_copy(*b, small({CopyCase::h2d})));
+}
+
+}  // namespace xb

@@ -1,0 +1,33 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "bench/copy/copy_bench.hpp"
+#include "core/registry.hpp"
+
+namespace xb {
+
+TEST(Registry, FindAndDuplicate) {
+  Registry r;
+  r.add({"a.x", "a", "x", {}});
+  ASSERT_NE(r.find("a.x"), nullptr);
+  EXPECT_EQ(r.find("nope"), nullptr);
+  EXPECT_TRUE(r.find("a.x")->filter(Capabilities{}).ok);  // default filter: runs
+  EXPECT_THROW(r.add({"a.x", "a", "again", {}}), std::logic_error);
+}
+
+TEST(Registry, CopyFiltersOnDeviceCount) {
+  Registry r;
+  register_copy(r);
+  Capabilities one{"host", 1, true, true, true, false};
+  Capabilities two{"host", 2, true, true, true, true};
+  EXPECT_TRUE(r.find("copy.d2d")->filter(one).ok);
+  const Support s = r.find("copy.p2p")->filter(one);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("needs at least 2 devices"), std::string::npos);
+  EXPECT_NE(s.reason.find("XFERBENCH_HOST_DEVICES"), std::string::npos);
+  EXPECT_TRUE(r.find("copy.p2p")->filter(two).ok);
+  EXPECT_EQ(r.all().size(), 4u);
+}
+
+}  // namespace xb

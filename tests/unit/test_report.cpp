@@ -1,0 +1,99 @@
+// Golden checks of the reporters on a fixed, hand-made report.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "report/report.hpp"
+
+namespace xb {
+namespace {
+
+Record rec(std::string kase, std::string method, int src, int dst, Bytes bytes,
+           std::vector<double> us) {
+  Record r;
+  r.kase = std::move(kase);
+  r.method = std::move(method);
+  r.src = src;
+  r.dst = dst;
+  r.bytes = bytes;
+  r.set_samples(us);
+  r.verified = true;
+  return r;
+}
+
+Report sample() {
+  Report r;
+  r.command = "copy";
+  r.env = {"node1", "Test CPU", 2, "host", {{0, "NUMA node 0", 0}, {1, "NUMA node 0", 0}}, 1};
+  r.params = {{"type", std::string("d2d,p2p")}, {"warmup", std::int64_t{5}}, {"check", true}};
+  r.results.push_back(rec("d2d", "dma", 0, 0, 1 << 20, {100, 110, 120}));
+  r.results.push_back(rec("d2d", "dma", 0, 0, 2 << 20, {200, 210, 260}));
+  r.results.push_back(rec("p2p", "dma", 0, 1, 1 << 20, {50, 60}));
+  Record bad = rec("p2p", "dma", 1, 0, 1 << 20, {70, 80});
+  bad.status = Status::failed;
+  bad.verified = false;
+  bad.reason = "verification failed: first wrong byte at offset 12";
+  r.results.push_back(bad);
+  r.results.push_back(rec("p2p_local", "dma", 0, 0, 1 << 20, {10}));
+  r.results.push_back(Record::waived("p2p_local", "dma", 1, 1, 1 << 20, "not here"));
+  Record extra = rec("d2h", "core", 0, -1, 4096, {1.5});
+  extra.verified.reset();
+  extra.extra = {{"cycles", 123.5}, {"note", std::string("a,b")}};
+  r.results.push_back(extra);
+  return r;
+}
+
+std::string golden(const std::string& name) {
+  std::ifstream in(std::string(XFERBENCH_GOLDEN_DIR) + "/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Set XFERBENCH_UPDATE_GOLDEN=1 to rewrite the golden files after a
+// deliberate format change; review the diff before committing it.
+void check_golden(const std::string& name, const std::string& actual) {
+  if (std::getenv("XFERBENCH_UPDATE_GOLDEN")) {
+    std::ofstream(std::string(XFERBENCH_GOLDEN_DIR) + "/" + name) << actual;
+  }
+  EXPECT_EQ(actual, golden(name)) << "golden file " << name << " differs";
+}
+
+}  // namespace
+
+TEST(Report, JsonMatchesGolden) {
+  auto doc = nlohmann::ordered_json::parse(format_json(sample()));
+  doc["tool"]["git"] = "GIT";  // the build's git describe varies
+  doc["tool"]["version"] = "VERSION";
+  check_golden("report.json", doc.dump(2) + "\n");
+}
+
+TEST(Report, JsonHasTheSchemaFields) {
+  const auto doc = nlohmann::json::parse(format_json(sample()));
+  EXPECT_EQ(doc["schema"], "xferbench/1");
+  for (const char* k : {"schema", "tool", "env", "command", "params", "results"})
+    EXPECT_TRUE(doc.contains(k)) << k;
+  const auto& r = doc["results"][0];
+  for (const char* k : {"case", "method", "src", "dst", "bytes", "iters", "status", "reason",
+                        "verified", "time_us", "gbps"})
+    EXPECT_TRUE(r.contains(k)) << k;
+  for (const char* k : {"min", "median", "mean", "max", "p99", "cv"}) EXPECT_TRUE(r["time_us"].contains(k));
+  EXPECT_DOUBLE_EQ(r["gbps"]["median"].get<double>(), 1048576.0 / 110e3);
+  EXPECT_TRUE(doc["results"][6]["verified"].is_null());
+  EXPECT_DOUBLE_EQ(doc["results"][6]["cycles"].get<double>(), 123.5);
+}
+
+TEST(Report, TableMatchesGolden) { check_golden("report.txt", format_table(sample())); }
+
+TEST(Report, CsvMatchesGolden) { check_golden("report.csv", format_csv(sample())); }
+
+TEST(Report, ExitCodeFollowsFailedRecords) {
+  Report r = sample();
+  EXPECT_EQ(exit_code(r), 1);
+  r.results.erase(r.results.begin() + 3);
+  EXPECT_EQ(exit_code(r), 0);
+}
+
+}  // namespace xb

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/sweep.hpp"
+
+namespace xb {
+
+TEST(Sweep, FixedSize) {
+  SweepSpec s;
+  s.fixed = 256;
+  EXPECT_EQ(expand_sweep(s), std::vector<Bytes>{256});
+}
+
+TEST(Sweep, FactorIncludesBothEnds) {
+  SweepSpec s{std::nullopt, 4096, 65536, 4.0, 0};
+  EXPECT_EQ(expand_sweep(s), (std::vector<Bytes>{4096, 16384, 65536}));
+}
+
+TEST(Sweep, FactorStopsBeforePassingMax) {
+  SweepSpec s{std::nullopt, 3, 100, 3.0, 0};
+  EXPECT_EQ(expand_sweep(s), (std::vector<Bytes>{3, 9, 27, 81}));
+}
+
+TEST(Sweep, AscendDmiStepModeDefault) {
+  SweepSpec s{std::nullopt, 2, 32ULL << 20, 2.0, 0};
+  const auto v = expand_sweep(s);
+  ASSERT_EQ(v.size(), 25u);
+  EXPECT_EQ(v.front(), 2u);
+  EXPECT_EQ(v.back(), 32ULL << 20);
+}
+
+TEST(Sweep, FixedStep) {
+  SweepSpec s{std::nullopt, 1000, 4000, 0, 1000};
+  EXPECT_EQ(expand_sweep(s), (std::vector<Bytes>{1000, 2000, 3000, 4000}));
+}
+
+TEST(Sweep, MinEqualsMax) {
+  SweepSpec s{std::nullopt, 64, 64, 2.0, 0};
+  EXPECT_EQ(expand_sweep(s), std::vector<Bytes>{64});
+}
+
+TEST(Sweep, Errors) {
+  EXPECT_THROW(expand_sweep({std::nullopt, 8, 4, 2.0, 0}), UsageError);     // -b > -e
+  EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 1.0, 0}), UsageError);     // factor 1
+  EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 2.0, 2}), UsageError);     // both
+  EXPECT_THROW(expand_sweep({std::nullopt, 0, 8, 2.0, 0}), UsageError);     // no min
+  EXPECT_THROW(expand_sweep({std::nullopt, 1, 1ULL << 40, 0, 1}), UsageError);  // too many
+}
+
+}  // namespace xb
