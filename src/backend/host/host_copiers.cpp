@@ -121,26 +121,23 @@ class DmaCopier final : public Copier {
       const int dev = executing_device(op);
       if (!streams.count(dev)) streams[dev] = backend_.create_stream(dev, opts_);
     }
-    auto gate = std::make_shared<Gate>();
     int workers = 0;
-    for (auto& [dev, s] : streams) {
-      auto& hs = static_cast<HostStream&>(*s);
-      hs.wait_gate(gate);
-      workers += hs.workers();
-    }
+    for (auto& [dev, s] : streams) workers += static_cast<HostStream&>(*s).workers();
+    auto gate = std::make_shared<Gate>(workers + 1);
+    for (auto& [dev, s] : streams) static_cast<HostStream&>(*s).wait_gate(gate);
     std::vector<HostEvent> events(ops.size());
     for (std::size_t i = 0; i < ops.size(); ++i) {
       auto& s = *streams[executing_device(ops[i])];
       s.copy_async(*ops[i].src, 0, *ops[i].dst, 0, ops[i].bytes);
       s.record(events[i]);
     }
-    const auto t0 = gate->open_when_arrived(workers);
+    gate->arrive();
     std::vector<Clock::time_point> ends;
     for (auto& e : events) {
       e.synchronize();
       ends.push_back(e.when());
     }
-    return timing_from(t0, ends);
+    return timing_from(gate->start(), ends);
   }
 
  private:
@@ -160,26 +157,24 @@ class CoreCopier final : public Copier {
     std::set<int> devs;
     for (const auto& op : ops) devs.insert(executing_device(op));
     for (int d : devs) prepare(d);
-    auto gate = std::make_shared<Gate>();
     int workers = 0;
-    for (int d : devs) {
-      pools_[d]->submit([gate](int, int) { gate->arrive_and_wait(); });
-      workers += pools_[d]->size();
-    }
+    for (int d : devs) workers += pools_[d]->size();
+    auto gate = std::make_shared<Gate>(workers + 1);
+    for (int d : devs) pools_[d]->submit([gate](int, int) { gate->arrive_and_wait(); });
     std::vector<std::shared_ptr<EventState>> done;
     for (const auto& op : ops) {
       const int d = executing_device(op);
       done.push_back(std::make_shared<EventState>());
       pools_[d]->submit(staged_part(op, tiles_[d].get()), signal(done.back()));
     }
-    const auto t0 = gate->open_when_arrived(workers);
+    gate->arrive();
     std::vector<Clock::time_point> ends;
     for (auto& st : done) {
       st->done.wait(0, std::memory_order_acquire);
       if (!st->error.empty()) throw RuntimeError("copy failed: " + st->error);
       ends.push_back(st->when);
     }
-    return timing_from(t0, ends);
+    return timing_from(gate->start(), ends);
   }
 
  private:

@@ -102,16 +102,18 @@ void WorkerPool::loop(int index) {
   }
 }
 
+bool Gate::check_in() {
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 < expected_) return false;
+  start_ = Clock::now();
+  open_.store(true, std::memory_order_release);
+  return true;
+}
+
 void Gate::arrive_and_wait() {
-  arrived_.fetch_add(1, std::memory_order_acq_rel);
+  if (check_in()) return;
   spin_until([&] { return open_.load(std::memory_order_acquire); });
 }
 
-Clock::time_point Gate::open_when_arrived(int expected) {
-  spin_until([&] { return arrived_.load(std::memory_order_acquire) >= expected; });
-  const auto t0 = Clock::now();
-  open_.store(true, std::memory_order_release);
-  return t0;
-}
+void Gate::arrive() { check_in(); }
 
 }  // namespace xb::host

@@ -52,18 +52,24 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// Releases concurrent work at one instant: workers check in at the gate and
-// spin until it opens, so thread wake-up stays out of the timed region.
+// Releases concurrent work at one instant: every participant checks in, and
+// the last one to arrive stamps the start and opens the gate. Workers spin at
+// the gate so thread wake-up stays out of the timed region; the issuer only
+// checks in and goes to sleep on its events, leaving the cores to the workers.
 class Gate {
  public:
-  void arrive_and_wait();
-  // Waits until `expected` workers have arrived, then opens the gate and
-  // returns the instant it opened: the common start of the batch.
-  Clock::time_point open_when_arrived(int expected);
+  explicit Gate(int participants) : expected_(participants) {}
+  void arrive_and_wait();  // workers
+  void arrive();           // the issuer, after queuing everything
+  // The instant the gate opened; valid once the work behind it completed.
+  Clock::time_point start() const { return start_; }
 
  private:
+  bool check_in();  // true for the last participant, which opens the gate
+  const int expected_;
   std::atomic<int> arrived_{0};
   std::atomic<bool> open_{false};
+  Clock::time_point start_{};
 };
 
 }  // namespace xb::host
