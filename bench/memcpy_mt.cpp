@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -52,8 +52,10 @@ int main(int argc, char** argv) {
   for (auto& th : threads) th.join();
   std::sort(us.begin(), us.end());
   const double med = us[us.size() / 2], best = us.front();
-  std::printf("{\"bytes\": %zu, \"threads\": %d, \"iters\": %d, \"gbps_median\": %.4f, \"gbps_max\": %.4f}\n",
-              n, t, iters, n / med / 1e3, n / best / 1e3);
+  std::printf(
+      "{\"bytes\": %zu, \"threads\": %d, \"iters\": %d, \"gbps_median\": %.4f, \"gbps_max\": "
+      "%.4f}\n",
+      n, t, iters, n / med / 1e3, n / best / 1e3);
   const bool ok = std::memcmp(src, dst, n) == 0;
   std::free(src);
   std::free(dst);

@@ -36,7 +36,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   }
   if (name == "host") return make_host_backend();
   for (const auto& b : probe_backends())
-    if (b.name == name) throw UsageError(fmt::format("backend '{}' is not available: {}", name, b.reason));
+    if (b.name == name)
+      throw UsageError(fmt::format("backend '{}' is not available: {}", name, b.reason));
   throw UsageError(fmt::format("unknown backend '{}' (known: host, cuda, ascend, auto)", name));
 }
 

@@ -22,8 +22,8 @@ const char* to_string(Method m);
 struct DeviceInfo {
   int id = 0;
   std::string name;
-  int numa = -1;       // NUMA node the device's memory sits on
-  Bytes memory = 0;    // capacity in bytes, 0 when unknown
+  int numa = -1;     // NUMA node the device's memory sits on
+  Bytes memory = 0;  // capacity in bytes, 0 when unknown
 };
 
 // Memory owned by a backend. data() is the address the backend's copiers use;
@@ -77,13 +77,13 @@ struct CopyOp {
 };
 
 struct CopyTiming {
-  double batch_us = 0;         // from the common start to the last completion
-  std::vector<double> op_us;   // from the common start to each op's completion
+  double batch_us = 0;        // from the common start to the last completion
+  std::vector<double> op_us;  // from the common start to each op's completion
 };
 
 struct CopierOptions {
-  int threads = 1;            // cores/workers one copy is split over
-  Bytes tile = 64 * 1024;     // staging tile of the core method
+  int threads = 1;         // cores/workers one copy is split over
+  Bytes tile = 64 * 1024;  // staging tile of the core method
 };
 
 // How one batch of copies is executed and timed: the copy method is a

@@ -1,8 +1,8 @@
 #include "cli/cli.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,7 +19,8 @@ void add_common(CLI::App& app, CommonOptions& opts) {
   app.add_option("--format", opts.format, "table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->default_str("table");
-  app.add_option("-o,--output", opts.output, "write the --format output to FILE")->type_name("FILE");
+  app.add_option("-o,--output", opts.output, "write the --format output to FILE")
+      ->type_name("FILE");
   app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
 }
 
@@ -84,7 +85,8 @@ int run(int argc, char** argv) {
       known = known || c.app->get_name() == argv[1];
       names += (names.empty() ? "" : ", ") + c.app->get_name();
     }
-    if (!known) throw UsageError(fmt::format("unknown command '{}' (commands: {})", argv[1], names));
+    if (!known)
+      throw UsageError(fmt::format("unknown command '{}' (commands: {})", argv[1], names));
   }
   try {
     app.parse(argc, argv);

@@ -1,8 +1,8 @@
 // `xferbench copy`: options -> CopyConfig -> records -> report.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <sstream>
 
@@ -36,11 +36,16 @@ std::vector<CopyCase> parse_types(const std::string& s) {
   std::vector<CopyCase> out;
   for (const auto& t : split(s)) {
     CopyCase c;
-    if (t == "h2d") c = CopyCase::h2d;
-    else if (t == "d2h") c = CopyCase::d2h;
-    else if (t == "d2d") c = CopyCase::d2d;
-    else if (t == "p2p") c = CopyCase::p2p;
-    else throw UsageError(fmt::format("-t: unknown copy type '{}' (h2d, d2h, d2d, p2p)", t));
+    if (t == "h2d")
+      c = CopyCase::h2d;
+    else if (t == "d2h")
+      c = CopyCase::d2h;
+    else if (t == "d2d")
+      c = CopyCase::d2d;
+    else if (t == "p2p")
+      c = CopyCase::p2p;
+    else
+      throw UsageError(fmt::format("-t: unknown copy type '{}' (h2d, d2h, d2d, p2p)", t));
     out.push_back(c);
   }
   if (out.empty()) throw UsageError("-t needs at least one of h2d, d2h, d2d, p2p");
@@ -83,9 +88,12 @@ CopyConfig to_config(const CopyArgs& a) {
     cfg.dst = a.dst;
   }
   cfg.bidir = a.bidir;
-  if (a.method == "both") cfg.methods = {Method::dma, Method::core};
-  else if (a.method == "dma") cfg.methods = {Method::dma};
-  else cfg.methods = {Method::core};
+  if (a.method == "both")
+    cfg.methods = {Method::dma, Method::core};
+  else if (a.method == "dma")
+    cfg.methods = {Method::dma};
+  else
+    cfg.methods = {Method::core};
   resolve_sizes(a, cfg);
   cfg.warmup = a.warmup;
   cfg.check = !a.no_check;
@@ -135,29 +143,41 @@ Progress progress_for(bool quiet) {
 
 Command add_copy(CLI::App& root) {
   auto args = std::make_shared<CopyArgs>();
-  CLI::App* app = root.add_subcommand("copy", "h2d, d2h, d2d, p2p bandwidth by dma engine or by cores");
+  CLI::App* app =
+      root.add_subcommand("copy", "h2d, d2h, d2d, p2p bandwidth by dma engine or by cores");
   auto& a = *args;
-  app->add_option("-t,--type", a.types, "comma list of h2d, d2h, d2d, p2p")->default_str("h2d,d2h,d2d");
-  app->add_option("-d,--device", a.device, "only this device (h2d/d2h/d2d)")->check(CLI::NonNegativeNumber);
+  app->add_option("-t,--type", a.types, "comma list of h2d, d2h, d2d, p2p")
+      ->default_str("h2d,d2h,d2d");
+  app->add_option("-d,--device", a.device, "only this device (h2d/d2h/d2d)")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--src", a.src, "p2p source device (with --dst)")->check(CLI::NonNegativeNumber);
-  app->add_option("--dst", a.dst, "p2p destination device (with --src)")->check(CLI::NonNegativeNumber);
+  app->add_option("--dst", a.dst, "p2p destination device (with --src)")
+      ->check(CLI::NonNegativeNumber);
   app->add_flag("--bidir", a.bidir, "p2p: also both directions at once (each direction and total)");
   app->add_option("--method", a.method, "dma (copy engine), core (cores via staging tile), both")
       ->check(CLI::IsMember({"dma", "core", "both"}))
       ->default_str("both");
-  app->add_option("-s,--size", a.size, "fixed size, e.g. 256M (fixed mode, 40 iterations)")->type_name("SIZE");
+  app->add_option("-s,--size", a.size, "fixed size, e.g. 256M (fixed mode, 40 iterations)")
+      ->type_name("SIZE");
   app->add_option("-b,--minbytes", a.min, "sweep start (default 2)")->type_name("SIZE");
   app->add_option("-e,--maxbytes", a.max, "sweep end (default 32M)")->type_name("SIZE");
-  app->add_option("-f,--stepfactor", a.factor, "sweep factor (default 2)")->check(CLI::PositiveNumber);
+  app->add_option("-f,--stepfactor", a.factor, "sweep factor (default 2)")
+      ->check(CLI::PositiveNumber);
   app->add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
-  app->add_option("-w,--warmup", a.warmup, "warm-up iterations, discarded")->check(CLI::Range(0, 100000))->default_str("5");
+  app->add_option("-w,--warmup", a.warmup, "warm-up iterations, discarded")
+      ->check(CLI::Range(0, 100000))
+      ->default_str("5");
   app->add_option("-n,--iters", a.iters, "timed iterations (default 5 sweep, 40 fixed, 20 p2p)")
       ->check(CLI::Range(1, 1000000));
   app->add_option("--threads", a.threads, "cores/workers one copy is split over")
-      ->check(CLI::Range(1, 1024))->default_str("1");
-  app->add_option("--tile", a.tile, "staging tile of the core method")->type_name("SIZE")->default_str("64K");
+      ->check(CLI::Range(1, 1024))
+      ->default_str("1");
+  app->add_option("--tile", a.tile, "staging tile of the core method")
+      ->type_name("SIZE")
+      ->default_str("64K");
   app->add_option("--host-mem", a.host_mem, "host side of h2d/d2h: pinned or pageable")
-      ->check(CLI::IsMember({"pinned", "pageable"}))->default_str("pinned");
+      ->check(CLI::IsMember({"pinned", "pageable"}))
+      ->default_str("pinned");
   app->add_flag("--no-check", a.no_check, "skip verification of the copied bytes");
   add_common(*app, a.common);
   app->footer(R"(Sizes: 4096, 4K = 4KiB = 4096, 4KB = 4000, M, G (KB/MB/GB are 1000-based).

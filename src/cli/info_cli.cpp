@@ -18,7 +18,8 @@ std::vector<std::string> device_names(const Backend& b) {
 
 Command add_list(CLI::App& root) {
   auto opts = std::make_shared<CommonOptions>();
-  CLI::App* app = root.add_subcommand("list", "backends, devices and benchmarks, and why something cannot run");
+  CLI::App* app =
+      root.add_subcommand("list", "backends, devices and benchmarks, and why something cannot run");
   add_common(*app, *opts);
   return {app, [opts] {
             auto backend = make_backend(opts->backend);
@@ -26,7 +27,8 @@ Command add_list(CLI::App& root) {
             Registry registry;
             register_copy(registry);
             ListView view;
-            for (const auto& b : probe_backends()) view.backends.push_back({b.name, b.available, b.reason});
+            for (const auto& b : probe_backends())
+              view.backends.push_back({b.name, b.available, b.reason});
             view.selected = backend->name();
             view.device_names = device_names(*backend);
             const Capabilities caps = backend->capabilities();
@@ -42,7 +44,8 @@ Command add_list(CLI::App& root) {
 
 Command add_topo(CLI::App& root) {
   auto opts = std::make_shared<CommonOptions>();
-  CLI::App* app = root.add_subcommand("topo", "CPUs, NUMA nodes, caches, PCI devices, distance and link matrices");
+  CLI::App* app = root.add_subcommand(
+      "topo", "CPUs, NUMA nodes, caches, PCI devices, distance and link matrices");
   add_common(*app, *opts);
   return {app, [opts] {
             auto backend = make_backend(opts->backend);

@@ -12,8 +12,8 @@ std::vector<Bytes> expand_sweep(const SweepSpec& spec) {
   if (spec.fixed) return {*spec.fixed};
   if (spec.min == 0 || spec.max == 0) throw UsageError("sweep needs -b MIN and -e MAX, or -s SIZE");
   if (spec.min > spec.max)
-    throw UsageError(fmt::format("-b {} is larger than -e {}", format_size(spec.min),
-                                 format_size(spec.max)));
+    throw UsageError(
+        fmt::format("-b {} is larger than -e {}", format_size(spec.min), format_size(spec.max)));
   if (spec.factor != 0 && spec.step != 0) throw UsageError("-f and -i are exclusive");
   if (spec.step == 0 && !(spec.factor > 1.0))
     throw UsageError(fmt::format("-f must be greater than 1 (got {})", spec.factor));
@@ -23,7 +23,8 @@ std::vector<Bytes> expand_sweep(const SweepSpec& spec) {
   long double cur = static_cast<long double>(spec.min);
   while (cur <= static_cast<long double>(spec.max) + 0.5L) {
     if (sizes.size() >= kMaxSizes)
-      throw UsageError(fmt::format("sweep has more than {} sizes; use a larger -f or -i", kMaxSizes));
+      throw UsageError(
+          fmt::format("sweep has more than {} sizes; use a larger -f or -i", kMaxSizes));
     const auto n = static_cast<Bytes>(std::llround(cur));
     if (sizes.empty() || n != sizes.back()) sizes.push_back(n);
     cur = spec.step ? cur + static_cast<long double>(spec.step) : cur * spec.factor;

@@ -10,26 +10,26 @@
 namespace xb {
 
 struct CacheLevel {
-  int depth = 0;         // 1, 2, 3
-  std::string type;      // "data", "instruction", "unified"
-  Bytes size = 0;        // one instance
-  int count = 0;         // instances in the machine
+  int depth = 0;     // 1, 2, 3
+  std::string type;  // "data", "instruction", "unified"
+  Bytes size = 0;    // one instance
+  int count = 0;     // instances in the machine
 };
 
 struct NumaNode {
   unsigned os_index = 0;
   Bytes memory = 0;
-  std::string cpus;      // "0-1"
+  std::string cpus;  // "0-1"
 };
 
 struct PciDevice {
-  std::string address;   // "0000:00:02.0"
-  std::string kind;      // "Storage", "Ethernet", "GPU", ...
+  std::string address;  // "0000:00:02.0"
+  std::string kind;     // "Storage", "Ethernet", "GPU", ...
   std::uint16_t vendor = 0;
   std::uint16_t device = 0;
-  std::string name;      // hwloc's name or the OS device names ("eth0")
-  int numa = -1;         // closest NUMA node, -1 when unknown
-  std::string link;      // "PCIe 16.0 GT/s x16" when known
+  std::string name;  // hwloc's name or the OS device names ("eth0")
+  int numa = -1;     // closest NUMA node, -1 when unknown
+  std::string link;  // "PCIe 16.0 GT/s x16" when known
 };
 
 struct Topology {

@@ -17,9 +17,9 @@ struct Suffix {
 
 // Longest suffixes first so "KIB" is not taken for "B".
 constexpr Suffix kSuffixes[] = {
-    {"KIB", 1ULL << 10}, {"MIB", 1ULL << 20}, {"GIB", 1ULL << 30}, {"TIB", 1ULL << 40},
+    {"KIB", 1ULL << 10}, {"MIB", 1ULL << 20}, {"GIB", 1ULL << 30},   {"TIB", 1ULL << 40},
     {"KB", 1000ULL},     {"MB", 1000000ULL},  {"GB", 1000000000ULL}, {"TB", 1000000000000ULL},
-    {"K", 1ULL << 10},   {"M", 1ULL << 20},   {"G", 1ULL << 30},   {"T", 1ULL << 40},
+    {"K", 1ULL << 10},   {"M", 1ULL << 20},   {"G", 1ULL << 30},     {"T", 1ULL << 40},
     {"B", 1ULL},         {"", 1ULL},
 };
 
@@ -64,6 +64,17 @@ std::string format_size(Bytes n) {
     ++u;
   }
   return fmt::format("{} {}", n, kUnits[u]);
+}
+
+std::string format_capacity(Bytes n) {
+  constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  std::size_t u = 0;
+  while (u + 1 < std::size(kUnits) && v >= 1024.0) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, kUnits[u]);
 }
 
 double gbps(Bytes bytes, double time_us) {

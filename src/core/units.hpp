@@ -16,6 +16,9 @@ Bytes parse_size(std::string_view text, std::string_view what = "size");
 // "4 KiB", "256 MiB", "3 B": exact binary units when divisible, else bytes.
 std::string format_size(Bytes n);
 
+// "4.59 GiB": two decimals in the largest binary unit, for capacities.
+std::string format_capacity(Bytes n);
+
 // Bytes per microsecond -> decimal GB/s (1e9 bytes/s); 0 when t <= 0.
 double gbps(Bytes bytes, double time_us);
 

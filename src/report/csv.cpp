@@ -35,7 +35,8 @@ std::string format_csv(const Report& r) {
   std::vector<std::string> extra_keys;
   for (const auto& rec : r.results)
     for (const auto& [k, v] : rec.extra)
-      if (std::find(extra_keys.begin(), extra_keys.end(), k) == extra_keys.end()) extra_keys.push_back(k);
+      if (std::find(extra_keys.begin(), extra_keys.end(), k) == extra_keys.end())
+        extra_keys.push_back(k);
   std::string out =
       "command,case,method,src,dst,bytes,iters,status,reason,verified,time_us_min,time_us_median,"
       "time_us_mean,time_us_max,time_us_p99,time_us_cv,gbps_median,gbps_max";

@@ -12,18 +12,24 @@ ojson topo_json(const TopoView& t, const EnvInfo& env) {
   const Topology& m = t.machine;
   ojson doc = document_head("topo", env);
   ojson nodes = ojson::array(), caches = ojson::array(), pci = ojson::array();
-  for (const auto& n : m.nodes) nodes.push_back({{"os_index", n.os_index}, {"memory", n.memory}, {"cpus", n.cpus}});
+  for (const auto& n : m.nodes)
+    nodes.push_back({{"os_index", n.os_index}, {"memory", n.memory}, {"cpus", n.cpus}});
   for (const auto& c : m.caches)
     caches.push_back({{"level", c.depth}, {"type", c.type}, {"size", c.size}, {"count", c.count}});
   for (const auto& p : m.pci)
-    pci.push_back({{"address", p.address}, {"kind", p.kind}, {"vendor", fmt::format("{:04x}", p.vendor)},
-                   {"device", fmt::format("{:04x}", p.device)}, {"name", p.name}, {"numa", p.numa},
+    pci.push_back({{"address", p.address},
+                   {"kind", p.kind},
+                   {"vendor", fmt::format("{:04x}", p.vendor)},
+                   {"device", fmt::format("{:04x}", p.device)},
+                   {"name", p.name},
+                   {"numa", p.numa},
                    {"link", p.link}});
   const std::size_t nn = m.nodes.size();
   ojson dist = ojson::array();
   for (std::size_t i = 0; i < nn && m.distances.size() == nn * nn; ++i)
-    dist.push_back(std::vector<std::uint64_t>(m.distances.begin() + static_cast<long>(i * nn),
-                                              m.distances.begin() + static_cast<long>((i + 1) * nn)));
+    dist.push_back(
+        std::vector<std::uint64_t>(m.distances.begin() + static_cast<long>(i * nn),
+                                   m.distances.begin() + static_cast<long>((i + 1) * nn)));
   const std::size_t nd = t.device_names.size();
   ojson links = ojson::array();
   for (std::size_t i = 0; i < nd; ++i)
@@ -46,11 +52,13 @@ ojson topo_json(const TopoView& t, const EnvInfo& env) {
 
 std::string topo_table(const TopoView& t) {
   const Topology& m = t.machine;
-  std::string out = fmt::format("CPU: {} · {} package{}, {} cores, {} hardware threads\n", m.cpu_model,
-                                m.packages, m.packages == 1 ? "" : "s", m.cores, m.pus);
+  std::string out =
+      fmt::format("CPU: {} · {} package{}, {} cores, {} hardware threads\n", m.cpu_model,
+                  m.packages, m.packages == 1 ? "" : "s", m.cores, m.pus);
   out += "\nNUMA nodes\n";
   out += fmt::format("{:>6} {:>14} {}\n", "node", "memory", "cpus");
-  for (const auto& n : m.nodes) out += fmt::format("{:>6} {:>14} {}\n", n.os_index, format_size(n.memory), n.cpus);
+  for (const auto& n : m.nodes)
+    out += fmt::format("{:>6} {:>14} {}\n", n.os_index, format_capacity(n.memory), n.cpus);
   out += "\nCaches\n";
   for (const auto& c : m.caches)
     out += fmt::format("  L{} {:<11} {:>10} x {}\n", c.depth, c.type, format_size(c.size), c.count);
@@ -98,7 +106,10 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
     for (const auto& b : l.backends)
       backends.push_back({{"name", b.name}, {"available", b.available}, {"reason", b.reason}});
     for (const auto& b : l.benchmarks)
-      benches.push_back({{"key", b.key}, {"description", b.description}, {"runnable", b.runnable}, {"reason", b.reason}});
+      benches.push_back({{"key", b.key},
+                         {"description", b.description},
+                         {"runnable", b.runnable},
+                         {"reason", b.reason}});
     doc["backends"] = backends;
     doc["selected"] = l.selected;
     doc["devices"] = l.device_names;
@@ -107,13 +118,15 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
   }
   std::string out = "Backends\n";
   for (const auto& b : l.backends)
-    out += fmt::format("  {:<8} {:<13} {}\n", b.name, b.available ? "available" : "unavailable", b.reason);
+    out += fmt::format("  {:<8} {:<13} {}\n", b.name, b.available ? "available" : "unavailable",
+                       b.reason);
   out += fmt::format("\nDevices ({} backend)\n", l.selected);
-  for (std::size_t i = 0; i < l.device_names.size(); ++i) out += fmt::format("  {:>3}  {}\n", i, l.device_names[i]);
+  for (std::size_t i = 0; i < l.device_names.size(); ++i)
+    out += fmt::format("  {:>3}  {}\n", i, l.device_names[i]);
   out += "\nBenchmarks\n";
   for (const auto& b : l.benchmarks)
-    out += fmt::format("  {:<10} {:<6} {}{}\n", b.key, b.runnable ? "runs" : "waived", b.description,
-                       b.runnable ? "" : " (" + b.reason + ")");
+    out += fmt::format("  {:<10} {:<6} {}{}\n", b.key, b.runnable ? "runs" : "waived",
+                       b.description, b.runnable ? "" : " (" + b.reason + ")");
   return out;
 }
 

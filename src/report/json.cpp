@@ -14,7 +14,8 @@ ojson document_head(const std::string& command, const EnvInfo& env) {
   doc["schema"] = kSchema;
   doc["tool"] = {{"version", kVersion}, {"git", kGitDescribe}};
   ojson devs = ojson::array();
-  for (const auto& d : env.devices) devs.push_back({{"id", d.id}, {"name", d.name}, {"numa", d.numa}});
+  for (const auto& d : env.devices)
+    devs.push_back({{"id", d.id}, {"name", d.name}, {"numa", d.numa}});
   doc["env"] = {{"host", env.host},       {"cpu", env.cpu},  {"cores", env.cores},
                 {"backend", env.backend}, {"devices", devs}, {"ranks", env.ranks}};
   doc["command"] = command;
@@ -35,8 +36,8 @@ ojson record_json(const Record& r) {
   j["reason"] = r.reason;
   j["verified"] = r.verified ? ojson(*r.verified) : ojson(nullptr);
   const Stats& t = r.time_us;
-  j["time_us"] = {{"min", t.min},   {"median", t.median}, {"mean", t.mean},
-                  {"max", t.max},   {"p99", t.p99},       {"cv", t.cv}};
+  j["time_us"] = {{"min", t.min}, {"median", t.median}, {"mean", t.mean},
+                  {"max", t.max}, {"p99", t.p99},       {"cv", t.cv}};
   j["gbps"] = {{"median", r.gbps_median}, {"max", r.gbps_max}};
   for (const auto& [k, v] : r.extra) j[k] = field_json(v);
   return j;

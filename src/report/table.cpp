@@ -48,9 +48,10 @@ std::string case_table(const std::vector<const Record*>& rows) {
                      "Min(us)", "P99(us)", "CV(%)", "Check");
   for (const Record* r : rows) {
     if (r->status == Status::ok || (r->status == Status::failed && r->iters > 0)) {
-      out += fmt::format("{:>12} {:>13} {:>15.2f} {:>10.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>6.1f} {:>5}\n",
-                         r->bytes, r->iters, r->gbps_median, r->gbps_max, r->time_us.median,
-                         r->time_us.min, r->time_us.p99, r->time_us.cv * 100, check_text(*r));
+      out += fmt::format(
+          "{:>12} {:>13} {:>15.2f} {:>10.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>6.1f} {:>5}\n",
+          r->bytes, r->iters, r->gbps_median, r->gbps_max, r->time_us.median, r->time_us.min,
+          r->time_us.p99, r->time_us.cv * 100, check_text(*r));
     } else {
       out += fmt::format("{:>12} {}: {}\n", r->bytes, to_string(r->status), r->reason);
     }
@@ -119,17 +120,18 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
       cells[{r->kase, r->src, r->dst}] = r;
       bidir = bidir || r->kase == "p2p_bidir";
     }
-    const std::string what = fmt::format("method {} · {} ({} bytes) per direction",
-                                         method, format_size(bytes), bytes);
-    out += "\n" + matrix("Unidirectional Peer to Peer Test · " + what + " · Bandwidth Matrix (GB/s)",
-                         "p2p", false, cells, n, true);
+    const std::string what =
+        fmt::format("method {} · {} ({} bytes) per direction", method, format_size(bytes), bytes);
+    out +=
+        "\n" + matrix("Unidirectional Peer to Peer Test · " + what + " · Bandwidth Matrix (GB/s)",
+                      "p2p", false, cells, n, true);
     if (bidir) {
       out += "\n" + matrix("Bidirectional Peer to Peer Test · " + what +
                                " · Total Bandwidth Matrix (GB/s, both directions)",
                            "p2p_bidir_total", true, cells, n, false);
-      out += "\n" + matrix("Bidirectional Peer to Peer Test · " + what +
-                               " · S->D while D->S runs (GB/s)",
-                           "p2p_bidir", false, cells, n, false);
+      out += "\n" +
+             matrix("Bidirectional Peer to Peer Test · " + what + " · S->D while D->S runs (GB/s)",
+                    "p2p_bidir", false, cells, n, false);
     }
   }
   return out;

@@ -36,7 +36,8 @@ nlohmann::json shape(const nlohmann::json& j) {
     for (auto it = j.begin(); it != j.end(); ++it) s[it.key()] = shape(it.value());
     return s;
   }
-  if (j.is_array()) return j.empty() ? nlohmann::json::array() : nlohmann::json::array({shape(j[0])});
+  if (j.is_array())
+    return j.empty() ? nlohmann::json::array() : nlohmann::json::array({shape(j[0])});
   if (j.is_number()) return "number";
   return j.type_name();
 }

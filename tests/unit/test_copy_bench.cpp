@@ -43,10 +43,14 @@ class CorruptingBackend final : public Backend {
   Support peer_access(int s, int d) const override { return in_->peer_access(s, d); }
   std::string link_type(int a, int b) const override { return in_->link_type(a, b); }
   Bytes free_memory(MemKind k, int d) const override { return in_->free_memory(k, d); }
-  std::unique_ptr<Buffer> allocate(MemKind k, int d, Bytes n) override { return in_->allocate(k, d, n); }
+  std::unique_ptr<Buffer> allocate(MemKind k, int d, Bytes n) override {
+    return in_->allocate(k, d, n);
+  }
   void write(Buffer& b, Bytes o, std::span<const std::byte> s) override { in_->write(b, o, s); }
   void read(const Buffer& b, Bytes o, std::span<std::byte> d) override { in_->read(b, o, d); }
-  std::unique_ptr<Stream> create_stream(int d, const CopierOptions& o) override { return in_->create_stream(d, o); }
+  std::unique_ptr<Stream> create_stream(int d, const CopierOptions& o) override {
+    return in_->create_stream(d, o);
+  }
   std::unique_ptr<Event> create_event() override { return in_->create_event(); }
   std::unique_ptr<Copier> copier(Method m, const CopierOptions& o) override {
     struct Bad final : Copier {
@@ -72,7 +76,8 @@ class CorruptingBackend final : public Backend {
 
 TEST(CopyBench, EveryCaseAndMethodVerifies) {
   auto b = make_backend("host");
-  const auto recs = run_copy(*b, copy_registry(), small({CopyCase::h2d, CopyCase::d2h, CopyCase::d2d}));
+  const auto recs =
+      run_copy(*b, copy_registry(), small({CopyCase::h2d, CopyCase::d2h, CopyCase::d2d}));
   ASSERT_EQ(recs.size(), 3u * 2u * 3u);  // cases x methods x sizes
   for (const auto& r : recs) {
     EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;

@@ -79,7 +79,8 @@ TEST(Report, JsonHasTheSchemaFields) {
   for (const char* k : {"case", "method", "src", "dst", "bytes", "iters", "status", "reason",
                         "verified", "time_us", "gbps"})
     EXPECT_TRUE(r.contains(k)) << k;
-  for (const char* k : {"min", "median", "mean", "max", "p99", "cv"}) EXPECT_TRUE(r["time_us"].contains(k));
+  for (const char* k : {"min", "median", "mean", "max", "p99", "cv"})
+    EXPECT_TRUE(r["time_us"].contains(k));
   EXPECT_DOUBLE_EQ(r["gbps"]["median"].get<double>(), 1048576.0 / 110e3);
   EXPECT_TRUE(doc["results"][6]["verified"].is_null());
   EXPECT_DOUBLE_EQ(doc["results"][6]["cycles"].get<double>(), 123.5);

@@ -40,10 +40,10 @@ TEST(Sweep, MinEqualsMax) {
 }
 
 TEST(Sweep, Errors) {
-  EXPECT_THROW(expand_sweep({std::nullopt, 8, 4, 2.0, 0}), UsageError);     // -b > -e
-  EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 1.0, 0}), UsageError);     // factor 1
-  EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 2.0, 2}), UsageError);     // both
-  EXPECT_THROW(expand_sweep({std::nullopt, 0, 8, 2.0, 0}), UsageError);     // no min
+  EXPECT_THROW(expand_sweep({std::nullopt, 8, 4, 2.0, 0}), UsageError);         // -b > -e
+  EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 1.0, 0}), UsageError);         // factor 1
+  EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 2.0, 2}), UsageError);         // both
+  EXPECT_THROW(expand_sweep({std::nullopt, 0, 8, 2.0, 0}), UsageError);         // no min
   EXPECT_THROW(expand_sweep({std::nullopt, 1, 1ULL << 40, 0, 1}), UsageError);  // too many
 }
 

@@ -47,6 +47,12 @@ TEST(FormatSize, ExactBinaryUnits) {
   EXPECT_EQ(format_size(3ULL << 30), "3 GiB");
 }
 
+TEST(FormatCapacity, TwoDecimals) {
+  EXPECT_EQ(format_capacity(512), "512 B");
+  EXPECT_EQ(format_capacity(1536), "1.50 KiB");
+  EXPECT_EQ(format_capacity(4810524ULL * 1024), "4.59 GiB");
+}
+
 TEST(Gbps, DecimalBytesPerSecond) {
   EXPECT_DOUBLE_EQ(gbps(1000000000, 1e6), 1.0);  // 1e9 B in 1 s
   EXPECT_DOUBLE_EQ(gbps(4096, 1.0), 4.096);

@@ -67,9 +67,9 @@ void* map_pinned(Bytes n) {
   if (mlock(p, n) != 0) {
     const int err = errno;
     munmap(p, n);
-    throw RuntimeError(fmt::format(
-        "mlock of {} failed: {} (raise `ulimit -l`, or use --host-mem pageable)", format_size(n),
-        std::strerror(err)));
+    throw RuntimeError(
+        fmt::format("mlock of {} failed: {} (raise `ulimit -l`, or use --host-mem pageable)",
+                    format_size(n), std::strerror(err)));
   }
   return p;
 }
@@ -88,8 +88,7 @@ HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
     hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
     nodes_.push_back({node->os_index, cpu_list(node->cpuset), node->attr->numanode.local_memory});
   }
-  if (nodes_.empty())
-    nodes_.push_back({0, cpu_list(hwloc_topology_get_topology_cpuset(t)), 0});
+  if (nodes_.empty()) nodes_.push_back({0, cpu_list(hwloc_topology_get_topology_cpuset(t)), 0});
   topo_->distances = numa_distances(t);
 
   const int requested = requested_devices();
@@ -158,7 +157,8 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
     case MemKind::device: {
       check_device(device);
       hwloc_topology_t t = topo_->hwloc.get();
-      const auto& node = nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])];
+      const auto& node =
+          nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])];
       hwloc_nodeset_t set = hwloc_bitmap_alloc();
       hwloc_bitmap_only(set, node.os_index);
       void* p = hwloc_alloc_membind(t, size, set, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
@@ -174,7 +174,8 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
     case MemKind::pageable: {
       const Bytes rounded = (size + 4095) / 4096 * 4096;
       void* p = std::aligned_alloc(4096, rounded);
-      if (!p) throw RuntimeError(fmt::format("cannot allocate {} of host memory", format_size(size)));
+      if (!p)
+        throw RuntimeError(fmt::format("cannot allocate {} of host memory", format_size(size)));
       return std::make_unique<PageableBuffer>(size, p);
     }
   }
@@ -182,12 +183,14 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
 }
 
 void HostBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {
-  if (offset > dst.size() || src.size() > dst.size() - offset) throw RuntimeError("write past buffer end");
+  if (offset > dst.size() || src.size() > dst.size() - offset)
+    throw RuntimeError("write past buffer end");
   std::memcpy(static_cast<std::byte*>(dst.data()) + offset, src.data(), src.size());
 }
 
 void HostBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
-  if (offset > src.size() || dst.size() > src.size() - offset) throw RuntimeError("read past buffer end");
+  if (offset > src.size() || dst.size() > src.size() - offset)
+    throw RuntimeError("read past buffer end");
   std::memcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size());
 }
 

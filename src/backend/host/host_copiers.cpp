@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "backend/host/host_internal.hpp"
@@ -85,10 +86,6 @@ void HostStream::synchronize() {
   e.synchronize();
 }
 
-void HostStream::wait_gate(std::shared_ptr<Gate> gate) {
-  engine_.submit([gate](int, int) { gate->arrive_and_wait(); });
-}
-
 namespace {
 
 // Validated before anything is queued: a gate must never be left closed.
@@ -98,10 +95,27 @@ void check_ops(std::span<const CopyOp> ops) {
       throw RuntimeError("copy larger than its buffers");
 }
 
-CopyTiming timing_from(Clock::time_point t0, const std::vector<Clock::time_point>& ends) {
+// Queues a gate on every pool, then each op (queue_op returns its completion
+// state), opens the gate and waits: the common start of both copy methods.
+CopyTiming run_gated(const std::set<WorkerPool*>& pools, std::size_t nops,
+                     const std::function<std::shared_ptr<EventState>(std::size_t)>& queue_op) {
+  int workers = 0;
+  for (auto* p : pools) workers += p->size();
+  auto gate = std::make_shared<Gate>(workers + 1);
+  for (auto* p : pools) p->submit([gate](int, int) { gate->arrive_and_wait(); });
+  std::vector<std::shared_ptr<EventState>> done;
+  try {
+    for (std::size_t i = 0; i < nops; ++i) done.push_back(queue_op(i));
+  } catch (...) {
+    gate->arrive();  // never leave workers spinning at a closed gate
+    throw;
+  }
+  gate->arrive();
   CopyTiming t;
-  for (const auto& e : ends) {
-    t.op_us.push_back(elapsed_us(t0, e));
+  for (auto& st : done) {
+    st->done.wait(0, std::memory_order_acquire);
+    if (!st->error.empty()) throw RuntimeError("copy failed: " + st->error);
+    t.op_us.push_back(elapsed_us(gate->start(), st->when));
     t.batch_us = std::max(t.batch_us, t.op_us.back());
   }
   return t;
@@ -116,28 +130,21 @@ class DmaCopier final : public Copier {
 
   CopyTiming run(std::span<const CopyOp> ops) override {
     check_ops(ops);
-    std::map<int, std::unique_ptr<Stream>> streams;
+    std::map<int, HostStream> streams;
+    std::set<WorkerPool*> pools;
     for (const auto& op : ops) {
       const int dev = executing_device(op);
-      if (!streams.count(dev)) streams[dev] = backend_.create_stream(dev, opts_);
+      auto& engine = backend_.engine(dev, opts_.threads);
+      streams.try_emplace(dev, dev, engine);
+      pools.insert(&engine);
     }
-    int workers = 0;
-    for (auto& [dev, s] : streams) workers += static_cast<HostStream&>(*s).workers();
-    auto gate = std::make_shared<Gate>(workers + 1);
-    for (auto& [dev, s] : streams) static_cast<HostStream&>(*s).wait_gate(gate);
     std::vector<HostEvent> events(ops.size());
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      auto& s = *streams[executing_device(ops[i])];
+    return run_gated(pools, ops.size(), [&](std::size_t i) {
+      auto& s = streams.at(executing_device(ops[i]));
       s.copy_async(*ops[i].src, 0, *ops[i].dst, 0, ops[i].bytes);
       s.record(events[i]);
-    }
-    gate->arrive();
-    std::vector<Clock::time_point> ends;
-    for (auto& e : events) {
-      e.synchronize();
-      ends.push_back(e.when());
-    }
-    return timing_from(gate->start(), ends);
+      return events[i].state();
+    });
   }
 
  private:
@@ -154,35 +161,24 @@ class CoreCopier final : public Copier {
 
   CopyTiming run(std::span<const CopyOp> ops) override {
     check_ops(ops);
-    std::set<int> devs;
-    for (const auto& op : ops) devs.insert(executing_device(op));
-    for (int d : devs) prepare(d);
-    int workers = 0;
-    for (int d : devs) workers += pools_[d]->size();
-    auto gate = std::make_shared<Gate>(workers + 1);
-    for (int d : devs) pools_[d]->submit([gate](int, int) { gate->arrive_and_wait(); });
-    std::vector<std::shared_ptr<EventState>> done;
-    for (const auto& op : ops) {
-      const int d = executing_device(op);
-      done.push_back(std::make_shared<EventState>());
-      pools_[d]->submit(staged_part(op, tiles_[d].get()), signal(done.back()));
-    }
-    gate->arrive();
-    std::vector<Clock::time_point> ends;
-    for (auto& st : done) {
-      st->done.wait(0, std::memory_order_acquire);
-      if (!st->error.empty()) throw RuntimeError("copy failed: " + st->error);
-      ends.push_back(st->when);
-    }
-    return timing_from(gate->start(), ends);
+    std::set<WorkerPool*> pools;
+    for (const auto& op : ops) pools.insert(&prepare(executing_device(op)));
+    return run_gated(pools, ops.size(), [&](std::size_t i) {
+      const int d = executing_device(ops[i]);
+      auto st = std::make_shared<EventState>();
+      pools_[d]->submit(staged_part(ops[i], tiles_[d].get()), signal(st));
+      return st;
+    });
   }
 
  private:
-  void prepare(int dev) {
-    if (pools_.count(dev)) return;
+  WorkerPool& prepare(int dev) {
+    if (pools_.count(dev)) return *pools_[dev];
     pools_[dev] = std::make_unique<WorkerPool>(opts_.threads, backend_.device_cpus(dev));
-    tiles_[dev] = backend_.allocate(MemKind::pageable, -1, opts_.tile * static_cast<Bytes>(opts_.threads));
+    tiles_[dev] =
+        backend_.allocate(MemKind::pageable, -1, opts_.tile * static_cast<Bytes>(opts_.threads));
     std::memset(tiles_[dev]->data(), 0, tiles_[dev]->size());
+    return *pools_[dev];
   }
 
   WorkerPool::Part staged_part(const CopyOp& op, Buffer* tiles) const {

@@ -33,6 +33,7 @@ class HostEvent final : public Event {
   // Re-arms the event for a new record(); returns the state to signal.
   std::shared_ptr<EventState> arm();
   Clock::time_point when() const { return state_->when; }
+  const std::shared_ptr<EventState>& state() const { return state_; }
 
  private:
   std::shared_ptr<EventState> state_;
@@ -52,9 +53,6 @@ class HostStream final : public Stream {
   void copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) override;
   void record(Event& event) override;
   void synchronize() override;
-  // Makes every engine worker check in at `gate` before later work.
-  void wait_gate(std::shared_ptr<Gate> gate);
-  int workers() const { return engine_.size(); }
 
  private:
   int device_;

@@ -1,8 +1,12 @@
 // hwloc: loading, CPU lists, NUMA distances, and the `topo` description.
+#include "backend/host/host_topology.hpp"
+
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "backend/host/hwloc_util.hpp"
-#include "backend/host/host_topology.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 
@@ -11,7 +15,10 @@ namespace host {
 
 Hwloc::Hwloc(bool io) {
   if (hwloc_topology_init(&topo_) != 0) throw RuntimeError("hwloc: cannot initialise topology");
-  if (io) hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (io) {
+    hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_icache_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_ALL);
+  }
   if (hwloc_topology_load(topo_) != 0) {
     hwloc_topology_destroy(topo_);
     throw RuntimeError("hwloc: cannot load the machine topology");
@@ -82,6 +89,30 @@ void read_caches(hwloc_topology_t t, Topology& topo) {
   }
 }
 
+// PCI base class names (PCI Code and ID Assignment Specification).
+std::string pci_class(unsigned class_id) {
+  switch (class_id >> 8) {
+    case 0x01:
+      return "Storage";
+    case 0x02:
+      return "Network";
+    case 0x03:
+      return (class_id & 0xff) == 0x02 ? "3D controller" : "Display";
+    case 0x04:
+      return "Multimedia";
+    case 0x05:
+      return "Memory";
+    case 0x06:
+      return "Bridge";
+    case 0x0c:
+      return "Serial bus";
+    case 0x12:
+      return "Accelerator";
+    default:
+      return fmt::format("class {:04x}", class_id);
+  }
+}
+
 int closest_numa(hwloc_topology_t t, hwloc_obj_t o) {
   hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
   if (!anc || !anc->nodeset) return -1;
@@ -97,10 +128,11 @@ void read_pci(hwloc_topology_t t, Topology& topo) {
     d.vendor = p.vendor_id;
     d.device = p.device_id;
     const char* subtype = o->subtype ? o->subtype : nullptr;
-    d.kind = subtype ? subtype : fmt::format("class 0x{:04x}", p.class_id);
+    d.kind = subtype ? subtype : pci_class(p.class_id);
     std::string names;
     for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling)
-      if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) names += (names.empty() ? "" : ",") + std::string(c->name);
+      if (c->type == HWLOC_OBJ_OS_DEVICE && c->name)
+        names += (names.empty() ? "" : ",") + std::string(c->name);
     d.name = o->name ? o->name : names;
     if (o->name && !names.empty()) d.name += " (" + names + ")";
     d.numa = closest_numa(t, o);
@@ -125,6 +157,9 @@ Topology read_host_topology() {
     topo.nodes.push_back({n->os_index, n->attr->numanode.local_memory, cpus_text(n->cpuset)});
   }
   read_caches(t, topo);
+  std::sort(topo.caches.begin(), topo.caches.end(), [](const CacheLevel& a, const CacheLevel& b) {
+    return std::tie(a.depth, a.type) < std::tie(b.depth, b.type);
+  });
   read_pci(t, topo);
   topo.distances = host::numa_distances(t);
   if (!topo.distances.empty()) {

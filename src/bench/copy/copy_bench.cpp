@@ -20,7 +20,8 @@ void register_case(Registry& r, const char* key, const char* what, int min_devic
            return Support::no(fmt::format(
                "needs at least {} devices, the {} backend has {}{}", min_devices, c.backend,
                c.devices,
-               c.backend == "host" ? " (XFERBENCH_HOST_DEVICES=N exposes N on the host backend)" : ""));
+               c.backend == "host" ? " (XFERBENCH_HOST_DEVICES=N exposes N on the host backend)"
+                                   : ""));
          }});
 }
 
@@ -36,7 +37,8 @@ void fill(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed) {
 void poison(Backend& b, Buffer& buf, Bytes n) {
   std::vector<std::byte> stage(std::min(n, kStage), std::byte{0x5A});
   for (Bytes off = 0; off < n; off += stage.size())
-    b.write(buf, off, std::span<const std::byte>(stage).first(std::min<Bytes>(stage.size(), n - off)));
+    b.write(buf, off,
+            std::span<const std::byte>(stage).first(std::min<Bytes>(stage.size(), n - off)));
 }
 
 // Offset of the first wrong byte of the first n bytes, if any.
@@ -175,15 +177,16 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
   const int n = static_cast<int>(backend.devices().size());
   auto check_dev = [&](int d, const char* opt) {
     if (d < 0 || d >= n)
-      throw UsageError(fmt::format("{} {} out of range: the {} backend has {} device{} (0..{})", opt,
-                                   d, backend.name(), n, n == 1 ? "" : "s", n - 1));
+      throw UsageError(fmt::format("{} {} out of range: the {} backend has {} device{} (0..{})",
+                                   opt, d, backend.name(), n, n == 1 ? "" : "s", n - 1));
   };
   if (cfg.device) check_dev(*cfg.device, "-d");
   if (cfg.src.has_value() != cfg.dst.has_value()) throw UsageError("--src and --dst go together");
   if (cfg.src) {
     check_dev(*cfg.src, "--src");
     check_dev(*cfg.dst, "--dst");
-    if (*cfg.src == *cfg.dst) throw UsageError("--src and --dst must differ (d2d measures one device)");
+    if (*cfg.src == *cfg.dst)
+      throw UsageError("--src and --dst must differ (d2d measures one device)");
   }
   if (cfg.iters < 1 || cfg.p2p_iters < 1) throw UsageError("-n must be at least 1");
   if (cfg.warmup < 0) throw UsageError("-w must not be negative");
@@ -193,9 +196,8 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
     const Bytes need = g.footprint(biggest);
     const Bytes free = backend.free_memory(MemKind::device, std::max(g.src, g.dst));
     if (free && need > free)
-      throw UsageError(fmt::format("{} at {} needs {} of memory, only {} is available",
-                                   g.label(), format_size(biggest), format_size(need),
-                                   format_size(free)));
+      throw UsageError(fmt::format("{} at {} needs {} of memory, only {} is available", g.label(),
+                                   format_size(biggest), format_size(need), format_size(free)));
   }
 }
 
@@ -229,7 +231,8 @@ std::vector<Record> run_copy(Backend& backend, const Registry& registry, const C
         }
       }
       for (Bytes n : *g.sizes) {
-        if (progress) progress(done, total, fmt::format("{} {} {}", g.label(), to_string(m), format_size(n)));
+        if (progress)
+          progress(done, total, fmt::format("{} {} {}", g.label(), to_string(m), format_size(n)));
         ++done;
         if (!sup.ok || !ms.ok) {
           add_unrun(out, g, m, n, Status::waived, !sup.ok ? sup.reason : ms.reason);

@@ -18,15 +18,15 @@ const char* to_string(CopyCase c);
 
 struct CopyConfig {
   std::vector<CopyCase> cases{CopyCase::h2d, CopyCase::d2h, CopyCase::d2d};
-  std::optional<int> device;      // -d: one device for h2d/d2h/d2d
-  std::optional<int> src, dst;    // --src/--dst: one p2p pair
-  bool bidir = false;             // p2p also both directions at once
+  std::optional<int> device;    // -d: one device for h2d/d2h/d2d
+  std::optional<int> src, dst;  // --src/--dst: one p2p pair
+  bool bidir = false;           // p2p also both directions at once
   std::vector<Method> methods{Method::dma, Method::core};
-  std::vector<Bytes> sizes;       // h2d/d2h/d2d
-  std::vector<Bytes> p2p_sizes;   // p2p (fixed by default, like ascend-dmi)
+  std::vector<Bytes> sizes;      // h2d/d2h/d2d
+  std::vector<Bytes> p2p_sizes;  // p2p (fixed by default, like ascend-dmi)
   int warmup = 5;
-  int iters = 5;                  // h2d/d2h/d2d
-  int p2p_iters = 20;             // p2p
+  int iters = 5;       // h2d/d2h/d2d
+  int p2p_iters = 20;  // p2p
   bool check = true;
   CopierOptions copier;
   MemKind host_mem = MemKind::pinned;

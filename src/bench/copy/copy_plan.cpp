@@ -80,7 +80,8 @@ std::vector<CopyGroup> plan_copy(const CopyConfig& cfg, int ndevices) {
     }
     if (cfg.bidir)
       for (auto [s, d] : pairs)
-        if (s < d || (cfg.src && cfg.dst)) out.push_back({c, Flow::bidir, s, d, &cfg.p2p_sizes, cfg.p2p_iters});
+        if (s < d || (cfg.src && cfg.dst))
+          out.push_back({c, Flow::bidir, s, d, &cfg.p2p_sizes, cfg.p2p_iters});
     std::sort(local.begin(), local.end());
     for (int x : local) out.push_back({c, Flow::local, x, x, &cfg.p2p_sizes, cfg.p2p_iters});
   }
