@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "core/sweep.hpp"
 #include "core/sysinfo.hpp"
 
 namespace xb::cli {
@@ -59,6 +60,41 @@ void Output::emit(const std::function<std::string(Format)>& render) {
   if (!opts_.quiet) std::cout << render(Format::table) << std::flush;
 }
 
+void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
+                      const std::string& default_max, const std::string& default_factor) {
+  app.add_option("-s,--size", a.size, "fixed size, e.g. 256M")->type_name("SIZE");
+  app.add_option("-b,--minbytes", a.min, "sweep start (default " + default_min + ")")->type_name("SIZE");
+  app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")->type_name("SIZE");
+  app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
+}
+
+std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
+                            double default_factor) {
+  if (a.fixed() && a.sweep_given()) throw UsageError("-s is exclusive with -b/-e/-f/-i");
+  if (a.fixed()) return {parse_size(a.size, "-s size")};
+  SweepSpec spec;
+  spec.min = a.min.empty() ? default_min : parse_size(a.min, "-b size");
+  spec.max = a.max.empty() ? default_max : parse_size(a.max, "-e size");
+  spec.step = a.step.empty() ? 0 : parse_size(a.step, "-i step");
+  spec.factor = spec.step ? a.factor : (a.factor != 0 ? a.factor : default_factor);
+  return expand_sweep(spec);
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto comma = s.find(',', start);
+    const auto item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 namespace {
 
 constexpr const char* kFooter = R"(Examples:
@@ -67,6 +103,7 @@ constexpr const char* kFooter = R"(Examples:
   xferbench copy                       h2d, d2h, d2d on every device, 2 B..32 MiB, dma and core
   xferbench copy -t d2d -s 256M --threads 2 --format json -o d2d.json
   XFERBENCH_HOST_DEVICES=4 xferbench copy -t p2p --bidir
+  mpiexec -n 2 xferbench remote        get from a peer rank: core (staged) vs dma (engine)
 
 Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
 
@@ -77,7 +114,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("xferbench {}", "0.1.0"));
   app.require_subcommand(1);
   app.footer(kFooter);
-  std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app)};
+  std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app), add_remote(app, argc, argv)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

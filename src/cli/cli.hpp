@@ -42,6 +42,21 @@ class Output {
   std::unique_ptr<File> file_;
 };
 
+// -s / -b -e -f -i, shared by every command that sweeps sizes.
+struct SizeArgs {
+  std::string size, min, max, step;
+  double factor = 0;
+  bool fixed() const { return !size.empty(); }
+  bool sweep_given() const { return !min.empty() || !max.empty() || factor != 0 || !step.empty(); }
+};
+void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
+                      const std::string& default_max, const std::string& default_factor);
+// The sizes asked for, or the default sweep MIN..MAX by FACTOR. Throws
+// UsageError for malformed sizes or -s mixed with a sweep.
+std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
+                            double default_factor);
+std::vector<std::string> split_list(const std::string& s);
+
 // A subcommand: its CLI11 app and what runs when it was chosen.
 struct Command {
   CLI::App* app = nullptr;
@@ -51,6 +66,7 @@ struct Command {
 Command add_copy(CLI::App& root);
 Command add_list(CLI::App& root);
 Command add_topo(CLI::App& root);
+Command add_remote(CLI::App& root, int argc, char** argv);
 
 // Parses and runs; returns the exit code. Throws UsageError/RuntimeError.
 int run(int argc, char** argv);

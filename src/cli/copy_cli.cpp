@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <sstream>
 
 #include "bench/copy/copy_bench.hpp"
 #include "cli/cli.hpp"
@@ -17,24 +16,16 @@ struct CopyArgs {
   CommonOptions common;
   std::string types = "h2d,d2h,d2d";
   std::string method = "both";
-  std::string size, min, max, step, tile = "64K", host_mem = "pinned";
-  double factor = 0;
+  SizeArgs sizes;
+  std::string tile = "64K", host_mem = "pinned";
   int device = -1, src = -1, dst = -1;
   int warmup = 5, iters = 0, threads = 1;
   bool bidir = false, no_check = false;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::vector<CopyCase> parse_types(const std::string& s) {
   std::vector<CopyCase> out;
-  for (const auto& t : split(s)) {
+  for (const auto& t : split_list(s)) {
     CopyCase c;
     if (t == "h2d")
       c = CopyCase::h2d;
@@ -55,21 +46,14 @@ std::vector<CopyCase> parse_types(const std::string& s) {
 // Fixed mode (-s), explicit sweep (-b/-e/-f/-i), or ascend-dmi's defaults:
 // step mode 2 B..32 MiB x2 with 5 iterations, p2p fixed 64 MiB with 20.
 void resolve_sizes(const CopyArgs& a, CopyConfig& cfg) {
-  const bool sweep = !a.min.empty() || !a.max.empty() || a.factor != 0 || !a.step.empty();
-  if (!a.size.empty() && sweep) throw UsageError("-s is exclusive with -b/-e/-f/-i");
-  if (!a.size.empty()) {
-    cfg.sizes = cfg.p2p_sizes = {parse_size(a.size, "-s size")};
+  cfg.sizes = sizes_of(a.sizes, 2, 32ULL << 20, 2.0);
+  if (a.sizes.fixed()) {
+    cfg.p2p_sizes = cfg.sizes;
     cfg.iters = cfg.p2p_iters = a.iters ? a.iters : 40;
     return;
   }
-  SweepSpec spec;
-  spec.min = a.min.empty() ? 2 : parse_size(a.min, "-b size");
-  spec.max = a.max.empty() ? 32ULL << 20 : parse_size(a.max, "-e size");
-  spec.step = a.step.empty() ? 0 : parse_size(a.step, "-i step");
-  spec.factor = spec.step ? a.factor : (a.factor != 0 ? a.factor : 2.0);
-  cfg.sizes = expand_sweep(spec);
   cfg.iters = a.iters ? a.iters : 5;
-  if (sweep) {
+  if (a.sizes.sweep_given()) {
     cfg.p2p_sizes = cfg.sizes;
     cfg.p2p_iters = cfg.iters;
   } else {
@@ -157,13 +141,7 @@ Command add_copy(CLI::App& root) {
   app->add_option("--method", a.method, "dma (copy engine), core (cores via staging tile), both")
       ->check(CLI::IsMember({"dma", "core", "both"}))
       ->default_str("both");
-  app->add_option("-s,--size", a.size, "fixed size, e.g. 256M (fixed mode, 40 iterations)")
-      ->type_name("SIZE");
-  app->add_option("-b,--minbytes", a.min, "sweep start (default 2)")->type_name("SIZE");
-  app->add_option("-e,--maxbytes", a.max, "sweep end (default 32M)")->type_name("SIZE");
-  app->add_option("-f,--stepfactor", a.factor, "sweep factor (default 2)")
-      ->check(CLI::PositiveNumber);
-  app->add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
+  add_size_options(*app, a.sizes, "2", "32M", "2");
   app->add_option("-w,--warmup", a.warmup, "warm-up iterations, discarded")
       ->check(CLI::Range(0, 100000))
       ->default_str("5");
@@ -194,7 +172,7 @@ Examples:
             Output out(args->common);
             Registry registry;
             register_copy(registry);
-            Report report{"copy", env_of(*backend), params_of(*args, cfg), {}};
+            Report report{"copy", env_of(*backend), params_of(*args, cfg), {}, {}};
             report.results = run_copy(*backend, registry, cfg, progress_for(args->common.quiet));
             out.emit([&](Format f) { return format_report(report, f); });
             return exit_code(report);

@@ -4,15 +4,26 @@
 
 #include "cli/cli.hpp"
 #include "core/error.hpp"
+#include "runtime/runtime.hpp"
+
+namespace {
+
+// Under mpiexec only rank 0 reports; the other ranks exit with the same code.
+void report_error(const char* what) {
+  if (xb::launcher_rank() > 0) return;
+  std::fprintf(stderr, "xferbench: error: %s\n", what);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
     return xb::cli::run(argc, argv);
   } catch (const xb::UsageError& e) {
-    std::fprintf(stderr, "xferbench: error: %s\n", e.what());
+    report_error(e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "xferbench: error: %s\n", e.what());
+    report_error(e.what());
     return 1;
   }
 }

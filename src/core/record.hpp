@@ -41,6 +41,11 @@ struct Record {
                        std::string reason);
 };
 
+// Records on the wire between ranks (any rank's records reach rank 0,
+// which reports). Lossless for every field, extra fields included.
+std::string records_to_wire(const std::vector<Record>& records);
+std::vector<Record> records_from_wire(const std::string& wire);
+
 // What the run was on; filled by the CLI from the backend and the system.
 struct DeviceSummary {
   int id = 0;

@@ -53,6 +53,11 @@ std::string format_json(const Report& r) {
   ojson results = ojson::array();
   for (const auto& rec : r.results) results.push_back(record_json(rec));
   doc["results"] = results;
+  if (!r.summary.empty()) {
+    ojson summary = ojson::object();
+    for (const auto& [k, v] : r.summary) summary[k] = field_json(v);
+    doc["summary"] = summary;
+  }
   return doc.dump(2) + "\n";
 }
 

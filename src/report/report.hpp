@@ -20,6 +20,7 @@ struct Report {
   EnvInfo env;
   Params params;
   std::vector<Record> results;
+  Params summary;  // run-level conclusions (crossover, counter rate); may be empty
 };
 
 std::string format_report(const Report& r, Format f);

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "report/report.hpp"
+#include "report/table_internal.hpp"
 
 namespace xb {
 namespace {
@@ -27,16 +28,21 @@ std::string check_text(const Record& r) {
   return *r.verified ? "ok" : "FAIL";
 }
 
-std::string header(const Report& r) {
+}  // namespace
+
+std::string table_header(const Report& r) {
   const auto& e = r.env;
-  std::string out = fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores)\n",
+  std::string out = fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n",
                                 r.command, e.backend, e.devices.size(),
-                                e.devices.size() == 1 ? "" : "s", e.host, e.cpu, e.cores);
+                                e.devices.size() == 1 ? "" : "s", e.host, e.cpu, e.cores,
+                                e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "");
   out +=
       "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
       "timed iterations\n";
   return out;
 }
+
+namespace {
 
 // One ascend-dmi style table for records of the same case, pair and method.
 std::string case_table(const std::vector<const Record*>& rows) {
@@ -137,10 +143,19 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
   return out;
 }
 
-std::string footer(const Report& r) {
+}  // namespace
+
+std::string table_footer(const Report& r) {
   std::map<Status, int> count;
   for (const auto& x : r.results) ++count[x.status];
-  std::string out = fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),
+  std::string out;
+  bool first = true;
+  for (const auto& [k, v] : r.summary) {
+    if (k.rfind("crossover", 0) != 0) continue;
+    out += fmt::format("{}{}\n", first ? "\n" : "", field_text(v));
+    first = false;
+  }
+  out += fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),
                                 count[Status::ok], count[Status::waived], count[Status::failed]);
   for (const auto& x : r.results)
     if (x.status == Status::failed)
@@ -149,10 +164,9 @@ std::string footer(const Report& r) {
   return out;
 }
 
-}  // namespace
-
 std::string format_table(const Report& r) {
-  std::string out = header(r);
+  if (r.command == "remote") return table_header(r) + remote_tables(r) + table_footer(r);
+  std::string out = table_header(r);
   std::vector<std::tuple<std::string, int, int, std::string>> order;
   std::map<std::tuple<std::string, int, int, std::string>, std::vector<const Record*>> sections;
   std::vector<const Record*> p2p;
@@ -167,7 +181,7 @@ std::string format_table(const Report& r) {
   }
   for (const auto& key : order) out += case_table(sections[key]);
   if (!p2p.empty()) out += p2p_tables(p2p);
-  return out + footer(r);
+  return out + table_footer(r);
 }
 
 }  // namespace xb

@@ -1,0 +1,16 @@
+#pragma once
+// Shared pieces of the table reporter, one file per benchmark family.
+#include <string>
+
+#include "report/report.hpp"
+
+namespace xb {
+
+std::string table_header(const Report& r);
+// Summary lines (crossover, ...) and the ok/waived/failed count.
+std::string table_footer(const Report& r);
+std::string remote_tables(const Report& r);
+std::string field_text(const FieldValue& v);
+const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key);
+
+}  // namespace xb

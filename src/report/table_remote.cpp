@@ -1,0 +1,95 @@
+// `remote`: seed 000's table, one per op: per size, each method's GB/s,
+// latency and counter cycles per transfer, side by side.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "report/table_internal.hpp"
+
+namespace xb {
+
+std::string field_text(const FieldValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return x;
+        } else if constexpr (std::is_same_v<T, double>) {
+          return fmt::format("{:.6g}", x);
+        } else {
+          return fmt::format("{}", x);
+        }
+      },
+      v);
+}
+
+const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key) {
+  for (const auto& [k, v] : fields)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+namespace {
+
+double cycles_of(const Record& r) {
+  const FieldValue* v = find_field(r.extra, "cycles");
+  return v && std::holds_alternative<double>(*v) ? std::get<double>(*v) : 0.0;
+}
+
+std::string one_op(const std::string& op, const std::vector<const Record*>& recs, const Report& rep) {
+  std::vector<std::string> methods;
+  std::map<Bytes, std::map<std::string, const Record*>> rows;
+  for (const Record* r : recs) {
+    if (std::find(methods.begin(), methods.end(), r->method) == methods.end()) methods.push_back(r->method);
+    rows[r->bytes][r->method] = r;
+  }
+  std::sort(methods.begin(), methods.end());  // core before dma, as seed 000 puts TGET first
+  const Record& f = *recs.front();
+  std::string transport = "?";
+  if (const FieldValue* t = find_field(f.extra, "transport")) transport = field_text(*t);
+  std::string counter;
+  if (const FieldValue* c = find_field(rep.summary, "cycle_counter")) counter = field_text(*c);
+  if (const FieldValue* hz = find_field(rep.summary, "cycle_hz"); hz && std::holds_alternative<double>(*hz))
+    counter += fmt::format(" at {:.3f} GHz", std::get<double>(*hz) / 1e9);
+  std::string out = fmt::format("\nRemote {} · data rank {} -> rank {} · transport {} · cycles: {}\n", op,
+                                f.src, f.dst, transport, counter.empty() ? "-" : counter);
+  out += fmt::format("{:>12} {:>7}", "Size(Bytes)", "Iters");
+  for (const auto& m : methods) out += fmt::format(" {:>10} {:>10} {:>12}", m + " GB/s", m + " us", m + " cycles");
+  out += fmt::format(" {:>9}\n", "Check");
+  for (const auto& [bytes, by_method] : rows) {
+    out += fmt::format("{:>12} {:>7}", bytes, by_method.begin()->second->iters);
+    std::string check;
+    std::string note;
+    for (const auto& m : methods) {
+      auto it = by_method.find(m);
+      const Record* r = it == by_method.end() ? nullptr : it->second;
+      if (!r || r->iters == 0) {
+        out += fmt::format(" {:>10} {:>10} {:>12}", "N/A", "N/A", "N/A");
+        if (r) note = fmt::format("  {}: {}", to_string(r->status), r->reason);
+      } else {
+        out += fmt::format(" {:>10.2f} {:>10.2f} {:>12.1f}", r->gbps_median, r->time_us.median, cycles_of(*r));
+      }
+      check += (check.empty() ? "" : "/") + std::string(!r || !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
+    }
+    out += fmt::format(" {:>9}{}\n", check, note);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string remote_tables(const Report& r) {
+  std::vector<std::string> ops;
+  std::map<std::string, std::vector<const Record*>> by_op;
+  for (const auto& rec : r.results) {
+    if (!by_op.count(rec.kase)) ops.push_back(rec.kase);
+    by_op[rec.kase].push_back(&rec);
+  }
+  std::string out =
+      "latency = median time per transfer; cycles = mean counter cycles per transfer, read by the issuing rank\n";
+  for (const auto& op : ops) out += one_op(op, by_op[op], r);
+  return out;
+}
+
+}  // namespace xb

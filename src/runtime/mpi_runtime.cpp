@@ -1,0 +1,199 @@
+// The MPI runtime (MPICH): world communicator, shared-memory and RMA windows.
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "core/error.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw RuntimeError(fmt::format("{} failed: {}", what, msg));
+}
+
+int count_of(Bytes n) {
+  if (n > static_cast<Bytes>(std::numeric_limits<int>::max()))
+    throw RuntimeError("one MPI message is limited to 2 GiB");
+  return static_cast<int>(n);
+}
+
+// MPI counts are int: one-sided transfers go in pieces of at most 1 GiB.
+constexpr Bytes kPiece = 1ULL << 30;
+
+template <class F>
+void in_pieces(Bytes n, F&& f) {
+  for (Bytes off = 0; off < n; off += kPiece) f(off, static_cast<int>(std::min(kPiece, n - off)));
+}
+
+class MpiRequest final : public Window::Request {
+ public:
+  MpiRequest(std::vector<MPI_Request> r, MPI_Win w, int rank) : reqs_(std::move(r)), win_(w), rank_(rank) {}
+  ~MpiRequest() override {
+    MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+  }
+  void wait() override {
+    check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    check(MPI_Win_flush(rank_, win_), "MPI_Win_flush");  // complete at the target too
+  }
+
+ private:
+  std::vector<MPI_Request> reqs_;
+  MPI_Win win_;
+  int rank_;
+};
+
+// Both kinds of window are locked for passive-target access for their whole
+// life (lock_all at creation, unlock_all before free).
+class MpiWindow final : public Window {
+  static MPI_Aint disp(Bytes b) { return static_cast<MPI_Aint>(b); }
+
+ public:
+  MpiWindow(MPI_Comm comm, Bytes size, Transport t) : transport_(t), size_(size) {
+    // Whole pages: Debian's MPICH 4.0.2 (ch4:ucx) serves MPI_Get from the
+    // wrong place in windows of some other sizes (e.g. 100008 bytes).
+    const auto bytes = static_cast<MPI_Aint>((size + 4095) / 4096 * 4096);
+    if (t == Transport::shm) {
+      check(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_),
+            "MPI_Win_allocate_shared");
+    } else {
+      check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
+    }
+    check(MPI_Win_lock_all(0, win_), "MPI_Win_lock_all");
+  }
+  ~MpiWindow() override {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  Transport transport() const override { return transport_; }
+  Bytes size() const override { return size_; }
+  std::byte* local() override { return static_cast<std::byte*>(base_); }
+  std::byte* direct(int rank) override {
+    if (transport_ != Transport::shm) return nullptr;
+    MPI_Aint sz = 0;
+    int disp = 0;
+    void* p = nullptr;
+    check(MPI_Win_shared_query(win_, rank, &sz, &disp, &p), "MPI_Win_shared_query");
+    return static_cast<std::byte*>(p);
+  }
+  void get(std::byte* dst, int rank, Bytes offset, Bytes n) override {
+    in_pieces(n, [&](Bytes o, int c) {
+      check(MPI_Get(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_), "MPI_Get");
+    });
+    check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
+  }
+  void put(const std::byte* src, int rank, Bytes offset, Bytes n) override {
+    in_pieces(n, [&](Bytes o, int c) {
+      check(MPI_Put(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_), "MPI_Put");
+    });
+    check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
+  }
+  std::unique_ptr<Request> rget(std::byte* dst, int rank, Bytes offset, Bytes n) override {
+    std::vector<MPI_Request> reqs;
+    in_pieces(n, [&](Bytes o, int c) {
+      reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Rget(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
+            "MPI_Rget");
+    });
+    return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
+  }
+  std::unique_ptr<Request> rput(const std::byte* src, int rank, Bytes offset, Bytes n) override {
+    std::vector<MPI_Request> reqs;
+    in_pieces(n, [&](Bytes o, int c) {
+      reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Rput(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
+            "MPI_Rput");
+    });
+    return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
+  }
+  void sync() override { check(MPI_Win_sync(win_), "MPI_Win_sync"); }
+
+ private:
+  Transport transport_;
+  Bytes size_;
+  void* base_ = nullptr;
+  MPI_Win win_ = MPI_WIN_NULL;
+};
+
+class MpiRuntime final : public Runtime {
+ public:
+  MpiRuntime() {
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    if (!initialised) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      owns_ = true;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_),
+          "MPI_Comm_split_type");
+    int node_size = 0;
+    MPI_Comm_size(node_, &node_size);
+    int all_local = node_size == size_ ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    single_host_ = all_local == 1;
+  }
+  ~MpiRuntime() override {
+    MPI_Comm_free(&node_);
+    if (owns_) MPI_Finalize();
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  bool single_host() const override { return single_host_; }
+  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void broadcast(std::span<std::byte> data, int root) override {
+    check(MPI_Bcast(data.data(), count_of(data.size()), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+  }
+  std::vector<std::string> allgather(const std::string& mine) override {
+    int len = static_cast<int>(mine.size());
+    std::vector<int> lens(static_cast<std::size_t>(size_)), offs(static_cast<std::size_t>(size_));
+    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+    int total = 0;
+    for (int i = 0; i < size_; ++i) {
+      offs[static_cast<std::size_t>(i)] = total;
+      total += lens[static_cast<std::size_t>(i)];
+    }
+    std::string all(static_cast<std::size_t>(total), '\0');
+    check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR,
+                         MPI_COMM_WORLD),
+          "MPI_Allgatherv");
+    std::vector<std::string> out;
+    for (int i = 0; i < size_; ++i)
+      out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(i)]),
+                               static_cast<std::size_t>(lens[static_cast<std::size_t>(i)])));
+    return out;
+  }
+  double max(double v) override { return reduce(v, MPI_MAX); }
+  double sum(double v) override { return reduce(v, MPI_SUM); }
+  std::unique_ptr<Window> allocate_window(Bytes size, Transport t) override {
+    if (t == Transport::shm && !single_host_)
+      throw UsageError("--transport shm needs all ranks on one host (use rma)");
+    return std::make_unique<MpiWindow>(t == Transport::shm ? node_ : MPI_COMM_WORLD, size, t);
+  }
+
+ private:
+  double reduce(double v, MPI_Op op) {
+    check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, op, MPI_COMM_WORLD), "MPI_Allreduce");
+    return v;
+  }
+  int rank_ = 0, size_ = 1;
+  bool single_host_ = true;
+  bool owns_ = false;
+  MPI_Comm node_ = MPI_COMM_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> make_mpi_runtime() { return std::make_unique<MpiRuntime>(); }
+
+}  // namespace xb

@@ -1,0 +1,58 @@
+#include "runtime/runtime.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace xb {
+
+const char* to_string(Transport t) { return t == Transport::shm ? "shm" : "rma"; }
+
+std::string Runtime::agree(const std::string& local_error) {
+  for (const auto& e : allgather(local_error))
+    if (!e.empty()) return e;
+  return {};
+}
+
+bool launched_by_mpiexec() {
+  return std::getenv("PMI_RANK") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK") ||
+         std::getenv("OMPI_COMM_WORLD_SIZE");
+}
+
+int launcher_rank() {
+  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"})
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return -1;
+}
+
+void reexec_under_mpiexec(int ranks, int argc, char** argv) {
+  char self[PATH_MAX] = {};
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw RuntimeError("cannot find this binary to start it under mpiexec");
+  const char* launcher = std::getenv("XFERBENCH_MPIEXEC");
+  if (!launcher || !*launcher) launcher = "mpiexec";
+  const std::string n = std::to_string(ranks);
+  std::vector<const char*> args = {launcher, "-n", n.c_str(), self};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--ranks") {
+      ++i;  // and its value
+      continue;
+    }
+    if (a.rfind("--ranks=", 0) == 0) continue;
+    args.push_back(argv[i]);
+  }
+  args.push_back(nullptr);
+  execvp(launcher, const_cast<char* const*>(args.data()));
+  throw RuntimeError(fmt::format("cannot run {}: {} (install MPICH, or start under mpiexec)",
+                                 launcher, std::strerror(errno)));
+}
+
+}  // namespace xb

@@ -1,0 +1,80 @@
+#pragma once
+// Ranks: one process, or many under MPICH's mpiexec. Barrier, broadcast,
+// allgather, agreement on errors, and symmetric windows: every rank allocates
+// the same-size window, reachable by load/store on one host (MPI shared-memory
+// windows) or by one-sided get/put across hosts (MPI RMA windows).
+// MPI types stay inside runtime/mpi_runtime.cpp.
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace xb {
+
+enum class Transport { shm, rma };
+const char* to_string(Transport t);
+
+class Window {
+ public:
+  // An asynchronous one-sided transfer in flight.
+  class Request {
+   public:
+    virtual ~Request() = default;
+    virtual void wait() = 0;  // complete locally and at the target
+  };
+
+  virtual ~Window() = default;
+  virtual Transport transport() const = 0;
+  virtual Bytes size() const = 0;
+  virtual std::byte* local() = 0;
+  // Load/store address of `rank`'s window (shm), nullptr for rma.
+  virtual std::byte* direct(int rank) = 0;
+  // Blocking one-sided transfers, complete at the target on return.
+  virtual void get(std::byte* dst, int rank, Bytes offset, Bytes n) = 0;
+  virtual void put(const std::byte* src, int rank, Bytes offset, Bytes n) = 0;
+  virtual std::unique_ptr<Request> rget(std::byte* dst, int rank, Bytes offset, Bytes n) = 0;
+  virtual std::unique_ptr<Request> rput(const std::byte* src, int rank, Bytes offset, Bytes n) = 0;
+  // Orders this rank's memory against its peers'; call around a barrier so
+  // stores made before it are seen by loads after it.
+  virtual void sync() = 0;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual bool single_host() const = 0;  // all ranks on one node
+  virtual void barrier() = 0;
+  virtual void broadcast(std::span<std::byte> data, int root) = 0;
+  // Every rank's string, in rank order, on every rank.
+  virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  virtual double max(double v) = 0;
+  virtual double sum(double v) = 0;
+  // Collective; throws RuntimeError when a window cannot be made.
+  virtual std::unique_ptr<Window> allocate_window(Bytes size, Transport t) = 0;
+
+  // Collective: the first non-empty `local_error` over the ranks (rank
+  // order), on every rank, so all ranks take the same branch.
+  std::string agree(const std::string& local_error);
+  bool root() const { return rank() == 0; }
+};
+
+// Initialises MPI (multi-rank commands only) and finalises it on
+// destruction; windows must be released first.
+std::unique_ptr<Runtime> make_mpi_runtime();
+
+// True when this process was started by mpiexec (hydra's PMI variables).
+bool launched_by_mpiexec();
+// This process's rank as the launcher set it before MPI starts, -1 if none.
+int launcher_rank();
+
+// `--ranks N` outside mpiexec: replaces this process with
+// `mpiexec -n N <this binary> <args without --ranks>`; returns only on
+// failure (throws RuntimeError). XFERBENCH_MPIEXEC overrides the launcher.
+[[noreturn]] void reexec_under_mpiexec(int ranks, int argc, char** argv);
+
+}  // namespace xb

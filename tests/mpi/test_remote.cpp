@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.hpp"
+#include "bench/remote/remote_bench.hpp"
+#include "core/error.hpp"
+#include "mpi_env.hpp"
+#include "report/report.hpp"
+
+namespace xb {
+namespace {
+
+RemoteConfig small(Transport t) {
+  RemoteConfig c;
+  c.ops = {RemoteOp::get, RemoteOp::put};
+  c.sizes = {4096, 65536, 100003};  // one not a multiple of the tile
+  c.iters = 3;
+  c.warmup = 1;
+  c.transport = t;
+  c.copier.tile = 4096;
+  return c;
+}
+
+}  // namespace
+
+class RemoteTest : public ::testing::TestWithParam<Transport> {};
+
+TEST_P(RemoteTest, GetAndPutBothMethodsVerifyOnEveryRank) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  const RemoteConfig cfg = small(GetParam());
+  validate_remote(rt, cfg);
+  const RemoteResult res = run_remote(rt, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 2u * 2u * 3u);  // ops x methods x sizes, on every rank
+  for (const auto& r : res.records) {
+    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.method << " " << r.bytes << " " << r.reason;
+    EXPECT_EQ(r.verified, std::optional<bool>(true));
+    EXPECT_EQ(r.iters, 3);
+    EXPECT_GT(r.gbps_median, 0.0);
+    if (r.kase == "get") {
+      EXPECT_EQ(r.src, 1);
+      EXPECT_EQ(r.dst, 0);
+    } else {
+      EXPECT_EQ(r.src, 0);
+      EXPECT_EQ(r.dst, 1);
+    }
+  }
+}
+
+TEST_P(RemoteTest, LastRankReadsFromRankZero) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  RemoteConfig cfg = small(GetParam());
+  cfg.root = rt.size() - 1;
+  cfg.peer = 0;
+  validate_remote(rt, cfg);
+  const RemoteResult res = run_remote(rt, *backend, cfg);
+  ASSERT_FALSE(res.records.empty());
+  for (const auto& r : res.records) EXPECT_EQ(r.verified, std::optional<bool>(true)) << r.reason;
+}
+
+TEST_P(RemoteTest, ACorruptedWindowIsDetected) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  RemoteConfig cfg = small(GetParam());
+  cfg.sizes = {65536};
+  cfg.before_verify = [](std::span<std::byte> got) { got[777] ^= std::byte{0x40}; };
+  const RemoteResult res = run_remote(rt, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 4u);
+  for (const auto& r : res.records) {
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.verified, std::optional<bool>(false));
+    EXPECT_NE(r.reason.find("offset 777"), std::string::npos) << r.reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RemoteTest, ::testing::Values(Transport::shm, Transport::rma),
+                         [](const auto& p) { return std::string(to_string(p.param)); });
+
+TEST(Remote, JsonRecordsCarryTheFields) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  RemoteConfig cfg = small(Transport::shm);
+  cfg.ops = {RemoteOp::get};
+  RemoteResult res = run_remote(rt, *backend, cfg);
+  Report rep{"remote", {}, {}, std::move(res.records), std::move(res.summary)};
+  const auto doc = nlohmann::json::parse(format_json(rep));
+  for (const auto& r : doc["results"]) {
+    for (const char* k : {"method", "bytes", "gbps", "time_us", "cycles", "verified", "transport"})
+      EXPECT_TRUE(r.contains(k)) << k;
+    EXPECT_GT(r["cycles"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(doc["summary"]["cycle_counter"], "TSC");
+  EXPECT_GT(doc["summary"]["cycle_hz"].get<double>(), 1e6);
+  EXPECT_TRUE(doc["summary"].contains("crossover_get"));
+}
+
+TEST(Remote, BadOptionsFailOnEveryRank) {
+  Runtime& rt = test_runtime();
+  RemoteConfig cfg = small(Transport::shm);
+  cfg.peer = rt.size() + 3;
+  EXPECT_THROW(validate_remote(rt, cfg), UsageError);
+  cfg = small(Transport::shm);
+  cfg.peer = 0;  // == root
+  EXPECT_THROW(validate_remote(rt, cfg), UsageError);
+  cfg = small(Transport::shm);
+  if (rt.rank() == 1) cfg.sizes = {8192};  // ranks disagree
+  try {
+    validate_remote(rt, cfg);
+    ADD_FAILURE() << "mismatched sizes accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("different options"), std::string::npos);
+  }
+  cfg = small(Transport::shm);
+  cfg.sizes = {1ULL << 50};
+  EXPECT_THROW(validate_remote(rt, cfg), UsageError);
+}
+
+}  // namespace xb
