@@ -22,6 +22,7 @@ run: build
 	$(XB) list --backend host
 	$(XB) topo --backend host
 	$(XB) copy --backend host
+	mpiexec -n 2 $(XB) remote --backend host
 
 test: test-release test-asan
 

@@ -63,8 +63,10 @@ void Output::emit(const std::function<std::string(Format)>& render) {
 void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
                       const std::string& default_max, const std::string& default_factor) {
   app.add_option("-s,--size", a.size, "fixed size, e.g. 256M")->type_name("SIZE");
-  app.add_option("-b,--minbytes", a.min, "sweep start (default " + default_min + ")")->type_name("SIZE");
-  app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")->type_name("SIZE");
+  app.add_option("-b,--minbytes", a.min, "sweep start (default " + default_min + ")")
+      ->type_name("SIZE");
+  app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")
+      ->type_name("SIZE");
   app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")")
       ->check(CLI::PositiveNumber);
   app.add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
@@ -87,7 +89,8 @@ std::vector<std::string> split_list(const std::string& s) {
   std::size_t start = 0;
   while (start <= s.size()) {
     const auto comma = s.find(',', start);
-    const auto item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!item.empty()) out.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -114,7 +117,8 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("xferbench {}", "0.1.0"));
   app.require_subcommand(1);
   app.footer(kFooter);
-  std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app), add_remote(app, argc, argv)};
+  std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app),
+                               add_remote(app, argc, argv)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

@@ -1,6 +1,7 @@
 // `xferbench remote`: options -> RemoteConfig, ranks, records -> report.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/remote/remote_bench.hpp"
 #include "cli/cli.hpp"
@@ -21,13 +22,18 @@ RemoteConfig to_config(const RemoteArgs& a) {
   RemoteConfig c;
   c.ops.clear();
   for (const auto& op : split_list(a.ops)) {
-    if (op == "get") c.ops.push_back(RemoteOp::get);
-    else if (op == "put") c.ops.push_back(RemoteOp::put);
-    else throw UsageError(fmt::format("--op: unknown operation '{}' (get, put)", op));
+    if (op == "get")
+      c.ops.push_back(RemoteOp::get);
+    else if (op == "put")
+      c.ops.push_back(RemoteOp::put);
+    else
+      throw UsageError(fmt::format("--op: unknown operation '{}' (get, put)", op));
   }
   if (c.ops.empty()) throw UsageError("--op needs get, put or both");
-  if (a.method == "dma") c.methods = {Method::dma};
-  else if (a.method == "core") c.methods = {Method::core};
+  if (a.method == "dma")
+    c.methods = {Method::dma};
+  else if (a.method == "core")
+    c.methods = {Method::core};
   c.sizes = sizes_of(a.sizes, 4096, 4ULL << 20, 4.0);
   if (a.iters > 0) c.iters = a.iters;
   if (a.warmup >= 0) c.warmup = a.warmup;
@@ -90,22 +96,32 @@ int run_remote_command(const RemoteArgs& a, int argc, char** argv) {
 Command add_remote(CLI::App& root, int argc, char** argv) {
   auto args = std::make_shared<RemoteArgs>();
   auto& a = *args;
-  CLI::App* app = root.add_subcommand("remote", "one rank gets/puts a peer rank's window: core (staged) vs dma (engine)");
+  CLI::App* app = root.add_subcommand(
+      "remote", "one rank gets/puts a peer rank's window: core (staged) vs dma (engine)");
   app->add_option("--op", a.ops, "comma list of get, put")->default_str("get");
-  app->add_option("--method", a.method, "core (own core via staging tile), dma (async engine), both")
+  app->add_option("--method", a.method,
+                  "core (own core via staging tile), dma (async engine), both")
       ->check(CLI::IsMember({"dma", "core", "both"}))
       ->default_str("both");
   add_size_options(*app, a.sizes, "4K", "4M", "4");
-  app->add_option("-n,--iters", a.iters, "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)")
+  app->add_option("-n,--iters", a.iters,
+                  "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)")
       ->check(CLI::Range(1, 10000000));
-  app->add_option("-w,--warmup", a.warmup, "warm-up transfers (default: iters/10)")->check(CLI::Range(0, 1000000));
-  app->add_option("--transport", a.transport, "shm (one host, load/store) or rma (MPI one-sided); default shm on one host")
+  app->add_option("-w,--warmup", a.warmup, "warm-up transfers (default: iters/10)")
+      ->check(CLI::Range(0, 1000000));
+  app->add_option("--transport", a.transport,
+                  "shm (one host, load/store) or rma (MPI one-sided); default shm on one host")
       ->check(CLI::IsMember({"shm", "rma"}));
   app->add_option("--root", a.root, "the rank that issues transfers")->default_str("0");
   app->add_option("--peer", a.peer, "the rank whose window is read/written (default root+1)");
-  app->add_option("--tile", a.tile, "core: staging tile size")->type_name("SIZE")->default_str("64K");
-  app->add_option("--threads", a.threads, "dma over shm: engine workers")->check(CLI::Range(1, 1024))->default_str("1");
-  app->add_option("--ranks", a.ranks, "outside mpiexec: start N ranks under mpiexec")->check(CLI::Range(1, 4096));
+  app->add_option("--tile", a.tile, "core: staging tile size")
+      ->type_name("SIZE")
+      ->default_str("64K");
+  app->add_option("--threads", a.threads, "dma over shm: engine workers")
+      ->check(CLI::Range(1, 1024))
+      ->default_str("1");
+  app->add_option("--ranks", a.ranks, "outside mpiexec: start N ranks under mpiexec")
+      ->check(CLI::Range(1, 4096));
   app->add_flag("--no-check", a.no_check, "skip verification of the received bytes");
   add_common(*app, a.common);
   app->footer(R"(Ranks come from MPICH's mpiexec; rank 0 reports, the others stay silent.

@@ -31,9 +31,19 @@ json record_to(const Record& r) {
   const Stats& t = r.time_us;
   json extra = json::array();
   for (const auto& [k, v] : r.extra) extra.push_back({k, field_to(v)});
-  return {r.kase, r.method, r.src, r.dst, r.bytes, r.iters, static_cast<int>(r.status), r.reason,
+  return {r.kase,
+          r.method,
+          r.src,
+          r.dst,
+          r.bytes,
+          r.iters,
+          static_cast<int>(r.status),
+          r.reason,
           r.verified ? json(*r.verified) : json(nullptr),
-          json::array({t.min, t.median, t.mean, t.max, t.p99, t.cv}), r.gbps_median, r.gbps_max, extra};
+          json::array({t.min, t.median, t.mean, t.max, t.p99, t.cv}),
+          r.gbps_median,
+          r.gbps_max,
+          extra};
 }
 
 Record record_from(const json& j) {
@@ -52,7 +62,8 @@ Record record_from(const json& j) {
                t.at(3).get<double>(), t.at(4).get<double>(), t.at(5).get<double>()};
   r.gbps_median = j.at(10).get<double>();
   r.gbps_max = j.at(11).get<double>();
-  for (const auto& e : j.at(12)) r.extra.emplace_back(e.at(0).get<std::string>(), field_from(e.at(1)));
+  for (const auto& e : j.at(12))
+    r.extra.emplace_back(e.at(0).get<std::string>(), field_from(e.at(1)));
   return r;
 }
 

@@ -32,10 +32,10 @@ std::string check_text(const Record& r) {
 
 std::string table_header(const Report& r) {
   const auto& e = r.env;
-  std::string out = fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n",
-                                r.command, e.backend, e.devices.size(),
-                                e.devices.size() == 1 ? "" : "s", e.host, e.cpu, e.cores,
-                                e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "");
+  std::string out =
+      fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n", r.command,
+                  e.backend, e.devices.size(), e.devices.size() == 1 ? "" : "s", e.host, e.cpu,
+                  e.cores, e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "");
   out +=
       "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
       "timed iterations\n";
@@ -156,7 +156,7 @@ std::string table_footer(const Report& r) {
     first = false;
   }
   out += fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),
-                                count[Status::ok], count[Status::waived], count[Status::failed]);
+                     count[Status::ok], count[Status::waived], count[Status::failed]);
   for (const auto& x : r.results)
     if (x.status == Status::failed)
       out += fmt::format("  failed: {} {} {}->{} {} B: {}\n", x.kase, x.method, x.src, x.dst,

@@ -37,11 +37,13 @@ double cycles_of(const Record& r) {
   return v && std::holds_alternative<double>(*v) ? std::get<double>(*v) : 0.0;
 }
 
-std::string one_op(const std::string& op, const std::vector<const Record*>& recs, const Report& rep) {
+std::string one_op(const std::string& op, const std::vector<const Record*>& recs,
+                   const Report& rep) {
   std::vector<std::string> methods;
   std::map<Bytes, std::map<std::string, const Record*>> rows;
   for (const Record* r : recs) {
-    if (std::find(methods.begin(), methods.end(), r->method) == methods.end()) methods.push_back(r->method);
+    if (std::find(methods.begin(), methods.end(), r->method) == methods.end())
+      methods.push_back(r->method);
     rows[r->bytes][r->method] = r;
   }
   std::sort(methods.begin(), methods.end());  // core before dma, as seed 000 puts TGET first
@@ -50,12 +52,15 @@ std::string one_op(const std::string& op, const std::vector<const Record*>& recs
   if (const FieldValue* t = find_field(f.extra, "transport")) transport = field_text(*t);
   std::string counter;
   if (const FieldValue* c = find_field(rep.summary, "cycle_counter")) counter = field_text(*c);
-  if (const FieldValue* hz = find_field(rep.summary, "cycle_hz"); hz && std::holds_alternative<double>(*hz))
+  if (const FieldValue* hz = find_field(rep.summary, "cycle_hz");
+      hz && std::holds_alternative<double>(*hz))
     counter += fmt::format(" at {:.3f} GHz", std::get<double>(*hz) / 1e9);
-  std::string out = fmt::format("\nRemote {} · data rank {} -> rank {} · transport {} · cycles: {}\n", op,
-                                f.src, f.dst, transport, counter.empty() ? "-" : counter);
+  std::string out =
+      fmt::format("\nRemote {} · data rank {} -> rank {} · transport {} · cycles: {}\n", op, f.src,
+                  f.dst, transport, counter.empty() ? "-" : counter);
   out += fmt::format("{:>12} {:>7}", "Size(Bytes)", "Iters");
-  for (const auto& m : methods) out += fmt::format(" {:>10} {:>10} {:>12}", m + " GB/s", m + " us", m + " cycles");
+  for (const auto& m : methods)
+    out += fmt::format(" {:>10} {:>10} {:>12}", m + " GB/s", m + " us", m + " cycles");
   out += fmt::format(" {:>9}\n", "Check");
   for (const auto& [bytes, by_method] : rows) {
     out += fmt::format("{:>12} {:>7}", bytes, by_method.begin()->second->iters);
@@ -68,9 +73,12 @@ std::string one_op(const std::string& op, const std::vector<const Record*>& recs
         out += fmt::format(" {:>10} {:>10} {:>12}", "N/A", "N/A", "N/A");
         if (r) note = fmt::format("  {}: {}", to_string(r->status), r->reason);
       } else {
-        out += fmt::format(" {:>10.2f} {:>10.2f} {:>12.1f}", r->gbps_median, r->time_us.median, cycles_of(*r));
+        out += fmt::format(" {:>10.2f} {:>10.2f} {:>12.1f}", r->gbps_median, r->time_us.median,
+                           cycles_of(*r));
       }
-      check += (check.empty() ? "" : "/") + std::string(!r || !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
+      check += (check.empty() ? "" : "/") + std::string(!r || !r->verified ? "-"
+                                                        : *r->verified     ? "ok"
+                                                                           : "FAIL");
     }
     out += fmt::format(" {:>9}{}\n", check, note);
   }
@@ -87,7 +95,8 @@ std::string remote_tables(const Report& r) {
     by_op[rec.kase].push_back(&rec);
   }
   std::string out =
-      "latency = median time per transfer; cycles = mean counter cycles per transfer, read by the issuing rank\n";
+      "latency = median time per transfer; cycles = mean counter cycles per transfer, read by the "
+      "issuing rank\n";
   for (const auto& op : ops) out += one_op(op, by_op[op], r);
   return out;
 }

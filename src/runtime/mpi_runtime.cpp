@@ -36,12 +36,14 @@ void in_pieces(Bytes n, F&& f) {
 
 class MpiRequest final : public Window::Request {
  public:
-  MpiRequest(std::vector<MPI_Request> r, MPI_Win w, int rank) : reqs_(std::move(r)), win_(w), rank_(rank) {}
+  MpiRequest(std::vector<MPI_Request> r, MPI_Win w, int rank)
+      : reqs_(std::move(r)), win_(w), rank_(rank) {}
   ~MpiRequest() override {
     MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
   }
   void wait() override {
-    check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+          "MPI_Waitall");
     check(MPI_Win_flush(rank_, win_), "MPI_Win_flush");  // complete at the target too
   }
 
@@ -152,12 +154,14 @@ class MpiRuntime final : public Runtime {
   bool single_host() const override { return single_host_; }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
   void broadcast(std::span<std::byte> data, int root) override {
-    check(MPI_Bcast(data.data(), count_of(data.size()), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    check(MPI_Bcast(data.data(), count_of(data.size()), MPI_BYTE, root, MPI_COMM_WORLD),
+          "MPI_Bcast");
   }
   std::vector<std::string> allgather(const std::string& mine) override {
     int len = static_cast<int>(mine.size());
     std::vector<int> lens(static_cast<std::size_t>(size_)), offs(static_cast<std::size_t>(size_));
-    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
+          "MPI_Allgather");
     int total = 0;
     for (int i = 0; i < size_; ++i) {
       offs[static_cast<std::size_t>(i)] = total;

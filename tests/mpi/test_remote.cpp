@@ -34,7 +34,8 @@ TEST_P(RemoteTest, GetAndPutBothMethodsVerifyOnEveryRank) {
   const RemoteResult res = run_remote(rt, *backend, cfg);
   ASSERT_EQ(res.records.size(), 2u * 2u * 3u);  // ops x methods x sizes, on every rank
   for (const auto& r : res.records) {
-    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.method << " " << r.bytes << " " << r.reason;
+    EXPECT_EQ(r.status, Status::ok)
+        << r.kase << " " << r.method << " " << r.bytes << " " << r.reason;
     EXPECT_EQ(r.verified, std::optional<bool>(true));
     EXPECT_EQ(r.iters, 3);
     EXPECT_GT(r.gbps_median, 0.0);

@@ -14,7 +14,8 @@ TEST(Runtime, RanksAndCollectives) {
   EXPECT_TRUE(rt.single_host());
   const auto all = rt.allgather("rank" + std::to_string(rt.rank()));
   ASSERT_EQ(static_cast<int>(all.size()), rt.size());
-  for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], "rank" + std::to_string(r));
+  for (int r = 0; r < rt.size(); ++r)
+    EXPECT_EQ(all[static_cast<std::size_t>(r)], "rank" + std::to_string(r));
   EXPECT_DOUBLE_EQ(rt.max(rt.rank()), rt.size() - 1);
   EXPECT_DOUBLE_EQ(rt.sum(1.0), rt.size());
   std::int64_t v = rt.rank() == 1 ? 42 : 0;
@@ -81,7 +82,7 @@ TEST_P(WindowTest, GetPutAndDirectAccess) {
   rt.barrier();
   const std::byte mark{static_cast<unsigned char>('A' + rt.rank())};
   std::byte one[4] = {mark, mark, mark, mark};
-  w->put(one, peer, 0, 4);        // everyone writes the front of the next rank
+  w->put(one, peer, 0, 4);  // everyone writes the front of the next rank
   w->rput(one, peer, 8, 4)->wait();
   w->sync();
   rt.barrier();

@@ -34,6 +34,10 @@ TEST(Remote, CrossoverNamesTheFirstSizeFromWhichDmaStaysAhead) {
   std::vector<Record> dip = seed;
   dip[5].gbps_median = 1.0;  // dma loses again at 64 KiB: the crossover moves up
   EXPECT_EQ(crossover_text(dip, "get"), "get: dma overtakes core from 4 MiB");
+  std::vector<Record> last = seed;
+  last[7].gbps_median = 3.0;  // dma ahead everywhere but at the largest size
+  EXPECT_EQ(crossover_text(last, "get"),
+            "get: no crossover: dma is faster at 2 of 4 sizes, core at the largest (4 MiB)");
   EXPECT_EQ(crossover_text({rec("put", "core", 4096, 2), rec("put", "dma", 4096, 1)}, "put"),
             "put: core is faster at every size up to 4 KiB");
   EXPECT_EQ(crossover_text({rec("put", "core", 4096, 1), rec("put", "dma", 4096, 2)}, "put"),

@@ -197,7 +197,8 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
     const Bytes free = backend.free_memory(MemKind::device, std::max(g.src, g.dst));
     if (free && need > free)
       throw UsageError(fmt::format("{} at {} needs {} of memory, only {} is available", g.label(),
-                                   format_size(biggest), format_capacity(need), format_capacity(free)));
+                                   format_size(biggest), format_capacity(need),
+                                   format_capacity(free)));
   }
 }
 

@@ -45,21 +45,27 @@ struct Mover {
     for (Bytes off = 0; off < n; off += tile) {
       const Bytes len = std::min(tile, n - off);
       if (op == RemoteOp::get) {
-        if (remote) std::memcpy(stage, remote + off, len);
-        else win.get(stage, peer, off, len);
+        if (remote)
+          std::memcpy(stage, remote + off, len);
+        else
+          win.get(stage, peer, off, len);
         std::memcpy(local + off, stage, len);
       } else {
         std::memcpy(stage, local + off, len);
-        if (remote) std::memcpy(remote + off, stage, len);
-        else win.put(stage, peer, off, len);
+        if (remote)
+          std::memcpy(remote + off, stage, len);
+        else
+          win.put(stage, peer, off, len);
       }
     }
   }
 
   void dma(Bytes n) {
     if (stream) {
-      if (op == RemoteOp::get) stream->copy_async(*peer_buf, 0, *local_buf, 0, n);
-      else stream->copy_async(*local_buf, 0, *peer_buf, 0, n);
+      if (op == RemoteOp::get)
+        stream->copy_async(*peer_buf, 0, *local_buf, 0, n);
+      else
+        stream->copy_async(*local_buf, 0, *peer_buf, 0, n);
       stream->record(*done);
       done->synchronize();
     } else if (op == RemoteOp::get) {
@@ -101,7 +107,8 @@ void fence(Runtime& rt, Window& win) {
 
 // Verifies on the receiving rank and shares the result: -1 all bytes
 // right, -2 not checked, else the first wrong offset.
-std::int64_t verify(Runtime& rt, const RemoteConfig& cfg, RemoteOp op, int peer, std::span<std::byte> got) {
+std::int64_t verify(Runtime& rt, const RemoteConfig& cfg, RemoteOp op, int peer,
+                    std::span<std::byte> got) {
   std::int64_t bad = -2;
   const int receiver = op == RemoteOp::get ? cfg.root : peer;
   if (cfg.check && rt.rank() == receiver) {
@@ -136,7 +143,8 @@ std::vector<Record> waived_all(const RemoteConfig& cfg, const std::string& why) 
   std::vector<Record> out;
   for (RemoteOp op : cfg.ops)
     for (Method m : cfg.methods)
-      for (Bytes n : cfg.sizes) out.push_back(Record::waived(to_string(op), to_string(m), -1, -1, n, why));
+      for (Bytes n : cfg.sizes)
+        out.push_back(Record::waived(to_string(op), to_string(m), -1, -1, n, why));
   return out;
 }
 
@@ -154,9 +162,9 @@ std::string remote_digest(const RemoteConfig& c) {
   for (auto op : c.ops) s += std::string(to_string(op)) + ",";
   for (auto m : c.methods) s += std::string(to_string(m)) + ",";
   for (auto n : c.sizes) s += std::to_string(n) + ",";
-  s += fmt::format("i{} w{} t{} r{} p{} c{} th{} tile{}", c.iters.value_or(-1), c.warmup.value_or(-1),
-                   c.transport ? to_string(*c.transport) : "auto", c.root, c.peer.value_or(-1), c.check,
-                   c.copier.threads, c.copier.tile);
+  s += fmt::format("i{} w{} t{} r{} p{} c{} th{} tile{}", c.iters.value_or(-1),
+                   c.warmup.value_or(-1), c.transport ? to_string(*c.transport) : "auto", c.root,
+                   c.peer.value_or(-1), c.check, c.copier.threads, c.copier.tile);
   return s;
 }
 
@@ -164,7 +172,8 @@ void validate_remote(Runtime& rt, const RemoteConfig& cfg) {
   std::string err;
   const int n = rt.size();
   if (cfg.root < 0 || cfg.root >= n)
-    err = fmt::format("--root {} out of range: {} rank{} (0..{})", cfg.root, n, n == 1 ? "" : "s", n - 1);
+    err = fmt::format("--root {} out of range: {} rank{} (0..{})", cfg.root, n, n == 1 ? "" : "s",
+                      n - 1);
   else if (n >= 2 && (peer_of(rt, cfg) < 0 || peer_of(rt, cfg) >= n))
     err = fmt::format("--peer {} out of range: {} ranks (0..{})", peer_of(rt, cfg), n, n - 1);
   else if (n >= 2 && peer_of(rt, cfg) == cfg.root)
@@ -174,15 +183,17 @@ void validate_remote(Runtime& rt, const RemoteConfig& cfg) {
   const auto digests = rt.allgather(remote_digest(cfg));
   for (int r = 1; err.empty() && r < n; ++r)
     if (digests[static_cast<std::size_t>(r)] != digests[0])
-      err = fmt::format("ranks were started with different options: rank 0 has '{}', rank {} has '{}'",
-                        digests[0], r, digests[static_cast<std::size_t>(r)]);
+      err = fmt::format(
+          "ranks were started with different options: rank 0 has '{}', rank {} has '{}'",
+          digests[0], r, digests[static_cast<std::size_t>(r)]);
   if (err.empty() && !cfg.sizes.empty()) {
     const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
     const Bytes need = 3 * biggest + cfg.copier.tile;  // window, local buffer, peer view
     const Bytes avail = available_memory();
     if (avail && need > avail)
-      err = fmt::format("a {} window needs {} on rank {}, only {} is available", format_size(biggest),
-                        format_capacity(need), rt.rank(), format_capacity(avail));
+      err =
+          fmt::format("a {} window needs {} on rank {}, only {} is available", format_size(biggest),
+                      format_capacity(need), rt.rank(), format_capacity(avail));
   }
   err = rt.agree(err);
   if (!err.empty()) throw UsageError(err);
@@ -191,7 +202,8 @@ void validate_remote(Runtime& rt, const RemoteConfig& cfg) {
 RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) {
   RemoteResult res;
   if (rt.size() < 2) {
-    res.records = waived_all(cfg, "needs at least 2 ranks: run under `mpiexec -n 2` or add --ranks 2");
+    res.records =
+        waived_all(cfg, "needs at least 2 ranks: run under `mpiexec -n 2` or add --ranks 2");
     return res;
   }
   const int peer = peer_of(rt, cfg);
@@ -222,8 +234,17 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
 
   for (RemoteOp op : cfg.ops) {
     for (Method m : cfg.methods) {
-      Mover move{*win, peer, op, m, cfg.copier.tile, lp, static_cast<std::byte*>(stage->data()),
-                 stream.get(), done.get(), local.get(), peer_view.get()};
+      Mover move{*win,
+                 peer,
+                 op,
+                 m,
+                 cfg.copier.tile,
+                 lp,
+                 static_cast<std::byte*>(stage->data()),
+                 stream.get(),
+                 done.get(),
+                 local.get(),
+                 peer_view.get()};
       for (Bytes n : cfg.sizes) {
         // Outside timing: the peer's window holds its own pattern (a put
         // must replace it), the root's buffer is poisoned (get) or the source (put).
@@ -233,9 +254,11 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
         fence(rt, *win);
         const int iters = cfg.iters.value_or(scaled_iters(n));
         Timed t;
-        if (is_root) t = time_transfers(move, n, cfg.warmup.value_or(std::max(1, iters / 10)), iters);
+        if (is_root)
+          t = time_transfers(move, n, cfg.warmup.value_or(std::max(1, iters / 10)), iters);
         fence(rt, *win);
-        std::span<std::byte> got = op == RemoteOp::get ? std::span(lp, n) : std::span(win->local(), n);
+        std::span<std::byte> got =
+            op == RemoteOp::get ? std::span(lp, n) : std::span(win->local(), n);
         const std::int64_t bad = verify(rt, cfg, op, peer, got);
         if (is_root) res.records.push_back(make_record(cfg, op, m, peer, n, t, bad, tr));
       }
@@ -268,10 +291,19 @@ std::string crossover_text(const std::vector<Record>& records, const std::string
   if (dma_wins.empty()) return {};
   std::size_t from = dma_wins.size();
   while (from > 0 && dma_wins[from - 1].second) --from;
-  if (from == dma_wins.size())
-    return fmt::format("{}: core is faster at every size up to {}", op, format_size(dma_wins.back().first));
+  if (from == dma_wins.size()) {
+    const auto wins =
+        std::count_if(dma_wins.begin(), dma_wins.end(), [](const auto& w) { return w.second; });
+    if (wins == 0)
+      return fmt::format("{}: core is faster at every size up to {}", op,
+                         format_size(dma_wins.back().first));
+    return fmt::format(
+        "{}: no crossover: dma is faster at {} of {} sizes, core at the largest ({})", op, wins,
+        dma_wins.size(), format_size(dma_wins.back().first));
+  }
   if (from == 0)
-    return fmt::format("{}: dma is faster at every size from {}", op, format_size(dma_wins.front().first));
+    return fmt::format("{}: dma is faster at every size from {}", op,
+                       format_size(dma_wins.front().first));
   return fmt::format("{}: dma overtakes core from {}", op, format_size(dma_wins[from].first));
 }
 

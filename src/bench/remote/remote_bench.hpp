@@ -20,12 +20,12 @@ const char* to_string(RemoteOp op);
 struct RemoteConfig {
   std::vector<RemoteOp> ops{RemoteOp::get};
   std::vector<Method> methods{Method::dma, Method::core};
-  std::vector<Bytes> sizes;       // default 4K..4M x4 (seed 000)
-  std::optional<int> iters;       // default: scaled with size
+  std::vector<Bytes> sizes;  // default 4K..4M x4 (seed 000)
+  std::optional<int> iters;  // default: scaled with size
   std::optional<int> warmup;
   std::optional<Transport> transport;  // default: shm on one host, else rma
-  int root = 0;                   // the rank that issues transfers
-  std::optional<int> peer;        // default (root + 1) % ranks
+  int root = 0;                        // the rank that issues transfers
+  std::optional<int> peer;             // default (root + 1) % ranks
   bool check = true;
   CopierOptions copier{1, 64 * 1024};  // engine workers; core staging tile
   // Test seam: called on the receiving rank with the received bytes after
