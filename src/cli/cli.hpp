@@ -67,6 +67,7 @@ Command add_copy(CLI::App& root);
 Command add_list(CLI::App& root);
 Command add_topo(CLI::App& root);
 Command add_remote(CLI::App& root, int argc, char** argv);
+Command add_coll(CLI::App& root, int argc, char** argv);
 
 // Parses and runs; returns the exit code. Throws UsageError/RuntimeError.
 int run(int argc, char** argv);

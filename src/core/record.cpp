@@ -15,8 +15,12 @@ const char* to_string(Status s) {
 }
 
 void Record::set_samples(std::span<const double> samples_us) {
-  iters = static_cast<int>(samples_us.size());
-  time_us = compute_stats(samples_us);
+  set_stats(compute_stats(samples_us), static_cast<int>(samples_us.size()));
+}
+
+void Record::set_stats(const Stats& t, int iterations) {
+  iters = iterations;
+  time_us = t;
   gbps_median = gbps(bytes, time_us.median);
   gbps_max = gbps(bytes, time_us.min);
 }

@@ -37,6 +37,8 @@ struct Record {
 
   // Fills time_us and gbps_* from raw per-iteration samples.
   void set_samples(std::span<const double> samples_us);
+  // Same from statistics already computed (e.g. aggregated over ranks).
+  void set_stats(const Stats& t, int iterations);
   static Record waived(std::string kase, std::string method, int src, int dst, Bytes bytes,
                        std::string reason);
 };

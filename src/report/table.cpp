@@ -36,9 +36,19 @@ std::string table_header(const Report& r) {
       fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n", r.command,
                   e.backend, e.devices.size(), e.devices.size() == 1 ? "" : "s", e.host, e.cpu,
                   e.cores, e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "");
-  out +=
-      "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
-      "timed iterations\n";
+  if (r.command == "coll") {
+    std::string agg = "max";
+    if (const FieldValue* a = find_field(r.params, "agg")) agg = field_text(*a);
+    out += fmt::format(
+        "algbw = size / time, busbw = algbw x bus factor (nccl-tests), decimal GB/s; time in us: "
+        "each rank's "
+        "median iteration, {} over ranks\n",
+        agg);
+  } else {
+    out +=
+        "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
+        "timed iterations\n";
+  }
   return out;
 }
 
@@ -166,6 +176,7 @@ std::string table_footer(const Report& r) {
 
 std::string format_table(const Report& r) {
   if (r.command == "remote") return table_header(r) + remote_tables(r) + table_footer(r);
+  if (r.command == "coll") return table_header(r) + coll_tables(r) + table_footer(r);
   std::string out = table_header(r);
   std::vector<std::tuple<std::string, int, int, std::string>> order;
   std::map<std::tuple<std::string, int, int, std::string>, std::vector<const Record*>> sections;

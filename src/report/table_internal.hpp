@@ -10,6 +10,7 @@ std::string table_header(const Report& r);
 // Summary lines (crossover, ...) and the ok/waived/failed count.
 std::string table_footer(const Report& r);
 std::string remote_tables(const Report& r);
+std::string coll_tables(const Report& r);
 std::string field_text(const FieldValue& v);
 const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key);
 

@@ -177,8 +177,11 @@ class MpiRuntime final : public Runtime {
                                static_cast<std::size_t>(lens[static_cast<std::size_t>(i)])));
     return out;
   }
-  double max(double v) override { return reduce(v, MPI_MAX); }
-  double sum(double v) override { return reduce(v, MPI_SUM); }
+  void reduce(std::span<double> v, Reduce how) override {
+    const MPI_Op op = how == Reduce::max ? MPI_MAX : how == Reduce::min ? MPI_MIN : MPI_SUM;
+    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), count_of(v.size()), MPI_DOUBLE, op, MPI_COMM_WORLD),
+          "MPI_Allreduce");
+  }
   std::unique_ptr<Window> allocate_window(Bytes size, Transport t) override {
     if (t == Transport::shm && !single_host_)
       throw UsageError("--transport shm needs all ranks on one host (use rma)");
@@ -186,10 +189,6 @@ class MpiRuntime final : public Runtime {
   }
 
  private:
-  double reduce(double v, MPI_Op op) {
-    check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, op, MPI_COMM_WORLD), "MPI_Allreduce");
-    return v;
-  }
   int rank_ = 0, size_ = 1;
   bool single_host_ = true;
   bool owns_ = false;

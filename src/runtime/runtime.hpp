@@ -52,8 +52,11 @@ class Runtime {
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   // Every rank's string, in rank order, on every rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
-  virtual double max(double v) = 0;
-  virtual double sum(double v) = 0;
+  enum class Reduce { max, min, sum };
+  // Element-wise over ranks, in place, result on every rank.
+  virtual void reduce(std::span<double> values, Reduce how) = 0;
+  double max(double v) { return reduce_one(v, Reduce::max); }
+  double sum(double v) { return reduce_one(v, Reduce::sum); }
   // Collective; throws RuntimeError when a window cannot be made.
   virtual std::unique_ptr<Window> allocate_window(Bytes size, Transport t) = 0;
 
@@ -61,6 +64,12 @@ class Runtime {
   // order), on every rank, so all ranks take the same branch.
   std::string agree(const std::string& local_error);
   bool root() const { return rank() == 0; }
+
+ private:
+  double reduce_one(double v, Reduce how) {
+    reduce(std::span(&v, 1), how);
+    return v;
+  }
 };
 
 // Initialises MPI (multi-rank commands only) and finalises it on

@@ -90,6 +90,42 @@ TEST(Report, TableMatchesGolden) { check_golden("report.txt", format_table(sampl
 
 TEST(Report, CsvMatchesGolden) { check_golden("report.csv", format_csv(sample())); }
 
+Report coll_sample() {
+  Report r;
+  r.command = "coll";
+  r.env = {"node1", "Test CPU", 2, "host", {{0, "NUMA node 0", 0}}, 4};
+  r.params = {{"collective", std::string("allreduce")}, {"agg", std::string("max")}};
+  for (bool inplace : {false, true}) {
+    Record x = rec("allreduce", "mpi", -1, -1, 1 << 20, {100, 120, 140});
+    const double algbw = x.gbps_median;
+    x.extra = {{"op", std::string("allreduce")},
+               {"dtype", std::string("float")},
+               {"redop", std::string("sum")},
+               {"count", std::int64_t{262144}},
+               {"inplace", inplace},
+               {"algbw", algbw},
+               {"busbw", algbw * 1.5},
+               {"wrong", std::int64_t{inplace ? 2 : 0}}};
+    if (inplace) {
+      x.status = Status::failed;
+      x.verified = false;
+      x.reason = "#wrong = 2";
+    }
+    r.results.push_back(x);
+  }
+  r.summary = {{"avg_busbw_allreduce", 13.5}};
+  return r;
+}
+
+TEST(Report, CollTableMatchesGolden) { check_golden("coll.txt", format_table(coll_sample())); }
+
+TEST(Report, CollJsonMatchesGolden) {
+  auto doc = nlohmann::ordered_json::parse(format_json(coll_sample()));
+  doc["tool"]["git"] = "GIT";
+  doc["tool"]["version"] = "VERSION";
+  check_golden("coll.json", doc.dump(2) + "\n");
+}
+
 TEST(Report, ExitCodeFollowsFailedRecords) {
   Report r = sample();
   EXPECT_EQ(exit_code(r), 1);

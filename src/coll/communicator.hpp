@@ -1,0 +1,48 @@
+#pragma once
+// One interface for the collective libraries: MPI on hosts now, NCCL and
+// HCCL behind the same calls later. Buffers are the library's memory kind
+// (host for MPI, device for NCCL/HCCL). Counts follow nccl-tests: allreduce,
+// broadcast, reduce, sendrecv take the message's element count; allgather the
+// per-rank send count; reducescatter the per-rank receive count; alltoall the
+// count per peer. In place: `send == recv`, except allgather, whose input
+// already sits at its slot of the result: `send == recv + rank * count`.
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "coll/dtype.hpp"
+#include "coll/model.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::string name() const = 0;  // "mpi"
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual MemKind buffer_kind() const = 0;
+  virtual int device() const = 0;  // the device its buffers live on, -1 for host
+  // Where an in-place collective leaves this rank's result, in elements
+  // from the start of the buffer (MPI's reduce_scatter: 0; NCCL's: rank*count).
+  virtual std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const = 0;
+
+  virtual void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) = 0;
+  virtual void allgather(const void* send, void* recv, std::size_t send_count, DType t) = 0;
+  virtual void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
+                             RedOp op) = 0;
+  virtual void broadcast(const void* send, void* recv, std::size_t count, DType t, int root) = 0;
+  virtual void reduce(const void* send, void* recv, std::size_t count, DType t, RedOp op,
+                      int root) = 0;
+  virtual void alltoall(const void* send, void* recv, std::size_t count_per_peer, DType t) = 0;
+  // Sends to rank+1 and receives from rank-1 (a ring step, nccl-tests' sendrecv).
+  virtual void sendrecv(const void* send, void* recv, std::size_t count, DType t) = 0;
+  // Waits until this rank's issued collectives are complete (device streams).
+  virtual void synchronize() = 0;
+};
+
+// The MPI communicator over the runtime's world (host memory).
+std::unique_ptr<Communicator> make_mpi_communicator(Runtime& rt);
+
+}  // namespace xb

@@ -1,0 +1,192 @@
+#include "coll/dtype.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace xb {
+namespace {
+
+constexpr DType kAllTypes[] = {DType::int8, DType::uint8, DType::int32,   DType::int64,
+                               DType::half, DType::bf16,  DType::float32, DType::float64};
+constexpr RedOp kAllOps[] = {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
+
+template <class T, class All, class Name>
+std::vector<T> parse_list(const std::string& list, const All& all, Name name, const char* what) {
+  std::vector<T> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = list.find(',', start);
+    const std::string item =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item == "all") {
+      out.assign(std::begin(all), std::end(all));
+    } else if (!item.empty()) {
+      bool found = false;
+      for (T t : all)
+        if (item == name(t)) {
+          out.push_back(t);
+          found = true;
+        }
+      if (!found) {
+        std::string names;
+        for (T t : all) names += std::string(names.empty() ? "" : ", ") + name(t);
+        throw UsageError(fmt::format("unknown {} '{}' ({}, or all)", what, item, names));
+      }
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) throw UsageError(fmt::format("no {} given", what));
+  return out;
+}
+
+template <class T>
+T read_as(const void* base, std::size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(base) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void write_as(void* base, std::size_t i, T v) {
+  std::memcpy(static_cast<char*>(base) + i * sizeof(T), &v, sizeof(T));
+}
+
+}  // namespace
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::int8:
+    case DType::uint8:
+      return 1;
+    case DType::half:
+    case DType::bf16:
+      return 2;
+    case DType::int32:
+    case DType::float32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
+const char* to_string(DType t) {
+  constexpr const char* names[] = {"int8", "uint8", "int32", "int64",
+                                   "half", "bf16",  "float", "double"};
+  return names[static_cast<int>(t)];
+}
+
+const char* to_string(RedOp op) {
+  constexpr const char* names[] = {"sum", "prod", "min", "max", "avg"};
+  return names[static_cast<int>(op)];
+}
+
+std::vector<DType> parse_dtypes(const std::string& list) {
+  return parse_list<DType>(
+      list, kAllTypes, [](DType t) { return to_string(t); }, "dtype");
+}
+
+std::vector<RedOp> parse_redops(const std::string& list) {
+  return parse_list<RedOp>(
+      list, kAllOps, [](RedOp o) { return to_string(o); }, "redop");
+}
+
+std::uint16_t float_to_half(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u)
+    return static_cast<std::uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0));
+  if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds past 65504
+  if (abs < 0x38800000u) {  // subnormal half (or zero): round |f| * 2^24 to an integer
+    const float scaled = std::fabs(f) * 16777216.0f;
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled)));
+  }
+  const std::uint32_t mant = abs & 0x7FFFFFu;
+  std::uint32_t h = ((abs >> 23) - 112) << 10 | (mant >> 13);
+  const std::uint32_t rest = mant & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;  // nearest even; may carry into the exponent
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1Fu;
+  const std::uint32_t mant = h & 0x3FFu;
+  float out;
+  if (exp == 0) {
+    out = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -out : out;
+  }
+  const std::uint32_t x =
+      exp == 31 ? (sign | 0x7F800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
+  std::memcpy(&out, &x, 4);
+  return out;
+}
+
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>(x >> 16);
+}
+
+float bf16_to_float(std::uint16_t b) {
+  const std::uint32_t x = static_cast<std::uint32_t>(b) << 16;
+  float out;
+  std::memcpy(&out, &x, 4);
+  return out;
+}
+
+double load(DType t, const void* base, std::size_t i) {
+  switch (t) {
+    case DType::int8:
+      return read_as<std::int8_t>(base, i);
+    case DType::uint8:
+      return read_as<std::uint8_t>(base, i);
+    case DType::int32:
+      return read_as<std::int32_t>(base, i);
+    case DType::int64:
+      return static_cast<double>(read_as<std::int64_t>(base, i));
+    case DType::half:
+      return half_to_float(read_as<std::uint16_t>(base, i));
+    case DType::bf16:
+      return bf16_to_float(read_as<std::uint16_t>(base, i));
+    case DType::float32:
+      return read_as<float>(base, i);
+    case DType::float64:
+      return read_as<double>(base, i);
+  }
+  return 0;
+}
+
+void store(DType t, void* base, std::size_t i, double v) {
+  switch (t) {
+    case DType::int8:
+      return write_as(base, i, static_cast<std::int8_t>(v));
+    case DType::uint8:
+      return write_as(base, i, static_cast<std::uint8_t>(v));
+    case DType::int32:
+      return write_as(base, i, static_cast<std::int32_t>(v));
+    case DType::int64:
+      return write_as(base, i, static_cast<std::int64_t>(v));
+    case DType::half:
+      return write_as(base, i, float_to_half(static_cast<float>(v)));
+    case DType::bf16:
+      return write_as(base, i, float_to_bf16(static_cast<float>(v)));
+    case DType::float32:
+      return write_as(base, i, static_cast<float>(v));
+    case DType::float64:
+      return write_as(base, i, v);
+  }
+}
+
+}  // namespace xb

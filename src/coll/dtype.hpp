@@ -1,0 +1,31 @@
+#pragma once
+// Element types and reduction operators of the collectives, with exact
+// conversions for the two 16-bit floating types (IEEE binary16, bfloat16).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xb {
+
+enum class DType { int8, uint8, int32, int64, half, bf16, float32, float64 };
+enum class RedOp { sum, prod, min, max, avg };
+
+std::size_t dtype_size(DType t);
+const char* to_string(DType t);  // nccl-tests names: "int8", ..., "half", "bf16", "float", "double"
+const char* to_string(RedOp op);
+// "float" or "all"; comma lists allowed. Throws UsageError naming `what`.
+std::vector<DType> parse_dtypes(const std::string& list);
+std::vector<RedOp> parse_redops(const std::string& list);
+
+std::uint16_t float_to_half(float f);  // round to nearest even
+float half_to_float(std::uint16_t h);
+std::uint16_t float_to_bf16(float f);  // round to nearest even
+float bf16_to_float(std::uint16_t b);
+
+// Element i of a buffer of type t, as a double (exact for every type here
+// but int64 beyond 2^53).
+double load(DType t, const void* base, std::size_t i);
+void store(DType t, void* base, std::size_t i, double v);
+
+}  // namespace xb

@@ -1,0 +1,231 @@
+// Collectives through MPICH. half and bf16 travel as 2-byte opaque elements
+// and reduce through MPI user operations; avg is a sum divided locally.
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "coll/communicator.hpp"
+#include "core/error.hpp"
+
+namespace xb {
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw RuntimeError(fmt::format("{} failed: {}", what, msg));
+}
+
+int count_of(std::size_t n) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw RuntimeError("MPI counts are limited to 2^31-1 elements");
+  return static_cast<int>(n);
+}
+
+template <DType T>
+float load16(const std::uint16_t v) {
+  return T == DType::half ? half_to_float(v) : bf16_to_float(v);
+}
+template <DType T>
+std::uint16_t store16(float v) {
+  return T == DType::half ? float_to_half(v) : float_to_bf16(v);
+}
+
+// inout[i] = in[i] (op) inout[i], computed in float, rounded back.
+template <DType T, RedOp O>
+void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = load16<T>(a[i]), y = load16<T>(b[i]);
+    float r;
+    if constexpr (O == RedOp::prod)
+      r = x * y;
+    else if constexpr (O == RedOp::min)
+      r = std::min(x, y);
+    else if constexpr (O == RedOp::max)
+      r = std::max(x, y);
+    else
+      r = x + y;
+    b[i] = store16<T>(r);
+  }
+}
+
+template <DType T>
+MPI_User_function* user_fn(RedOp op) {
+  switch (op) {
+    case RedOp::prod:
+      return &reduce16<T, RedOp::prod>;
+    case RedOp::min:
+      return &reduce16<T, RedOp::min>;
+    case RedOp::max:
+      return &reduce16<T, RedOp::max>;
+    default:
+      return &reduce16<T, RedOp::sum>;
+  }
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    check(MPI_Type_contiguous(2, MPI_BYTE, &two_bytes_), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&two_bytes_), "MPI_Type_commit");
+    for (int t = 0; t < 2; ++t)
+      for (int o = 0; o < 4; ++o) {
+        auto* fn = t == 0 ? user_fn<DType::half>(static_cast<RedOp>(o))
+                          : user_fn<DType::bf16>(static_cast<RedOp>(o));
+        check(MPI_Op_create(fn, 1, &user_ops_[t][o]), "MPI_Op_create");
+      }
+  }
+  ~MpiCommunicator() override {
+    for (auto& row : user_ops_)
+      for (auto& op : row) MPI_Op_free(&op);
+    MPI_Type_free(&two_bytes_);
+    MPI_Comm_free(&comm_);
+  }
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MemKind buffer_kind() const override { return MemKind::pageable; }
+  int device() const override { return -1; }
+  std::size_t inplace_result_offset(CollOp, std::size_t) const override { return 0; }
+
+  void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
+    check(MPI_Allreduce(in_place(send, recv), recv, count_of(count), type(t), mpi_op(t, op), comm_),
+          "MPI_Allreduce");
+    finish_avg(recv, count, t, op);
+  }
+  void allgather(const void* send, void* recv, std::size_t n, DType t) override {
+    // In place (nccl-tests): this rank's part already sits at its slot of recv.
+    const bool ip = send == static_cast<const char*>(recv) +
+                                static_cast<std::size_t>(rank_) * n * dtype_size(t);
+    check(MPI_Allgather(ip ? MPI_IN_PLACE : send, ip ? 0 : count_of(n), type(t), recv, count_of(n),
+                        type(t), comm_),
+          "MPI_Allgather");
+  }
+  void reducescatter(const void* send, void* recv, std::size_t n, DType t, RedOp op) override {
+    check(MPI_Reduce_scatter_block(in_place(send, recv), recv, count_of(n), type(t), mpi_op(t, op),
+                                   comm_),
+          "MPI_Reduce_scatter_block");
+    finish_avg(recv, n, t, op);
+  }
+  void broadcast(const void* send, void* recv, std::size_t n, DType t, int root) override {
+    if (rank_ == root && send != recv) std::memcpy(recv, send, n * dtype_size(t));
+    check(MPI_Bcast(recv, count_of(n), type(t), root, comm_), "MPI_Bcast");
+  }
+  void reduce(const void* send, void* recv, std::size_t n, DType t, RedOp op, int root) override {
+    const void* s = send;
+    void* r = recv;
+    if (send == recv && rank_ == root) {
+      if (root == 0) {
+        s = MPI_IN_PLACE;
+      } else {
+        // Debian 12's MPICH 4.0.2 crashes on MPI_IN_PLACE at a non-zero root
+        // (messages over ~4 KiB): reduce from a copy instead (timed: the copy
+        // is part of what this library needs for an in-place reduce).
+        scratch_.resize(n * dtype_size(t));
+        std::memcpy(scratch_.data(), recv, scratch_.size());
+        s = scratch_.data();
+      }
+    } else if (send == recv) {
+      r = nullptr;  // recvbuf matters only at the root; it must not alias sendbuf
+    }
+    check(MPI_Reduce(s, r, count_of(n), type(t), mpi_op(t, op), root, comm_), "MPI_Reduce");
+    if (rank_ == root) finish_avg(recv, n, t, op);
+  }
+  void alltoall(const void* send, void* recv, std::size_t n, DType t) override {
+    const bool ip = send == recv;
+    check(MPI_Alltoall(ip ? MPI_IN_PLACE : send, ip ? 0 : count_of(n), type(t), recv, count_of(n),
+                       type(t), comm_),
+          "MPI_Alltoall");
+  }
+  void sendrecv(const void* send, void* recv, std::size_t n, DType t) override {
+    const int to = (rank_ + 1) % size_, from = (rank_ + size_ - 1) % size_;
+    if (send == recv) {
+      check(MPI_Sendrecv_replace(recv, count_of(n), type(t), to, 0, from, 0, comm_,
+                                 MPI_STATUS_IGNORE),
+            "MPI_Sendrecv_replace");
+    } else {
+      check(MPI_Sendrecv(send, count_of(n), type(t), to, 0, recv, count_of(n), type(t), from, 0,
+                         comm_, MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+    }
+  }
+  void synchronize() override {}
+
+ private:
+  static const void* in_place(const void* send, const void* recv) {
+    return send == recv ? MPI_IN_PLACE : send;
+  }
+
+  MPI_Datatype type(DType t) const {
+    switch (t) {
+      case DType::int8:
+        return MPI_INT8_T;
+      case DType::uint8:
+        return MPI_UINT8_T;
+      case DType::int32:
+        return MPI_INT32_T;
+      case DType::int64:
+        return MPI_INT64_T;
+      case DType::float32:
+        return MPI_FLOAT;
+      case DType::float64:
+        return MPI_DOUBLE;
+      default:
+        return two_bytes_;
+    }
+  }
+
+  MPI_Op mpi_op(DType t, RedOp op) const {
+    if (t == DType::half || t == DType::bf16) {
+      const int o = op == RedOp::avg ? 0 : static_cast<int>(op);
+      return user_ops_[t == DType::half ? 0 : 1][o];
+    }
+    switch (op) {
+      case RedOp::prod:
+        return MPI_PROD;
+      case RedOp::min:
+        return MPI_MIN;
+      case RedOp::max:
+        return MPI_MAX;
+      default:
+        return MPI_SUM;
+    }
+  }
+
+  // avg = sum / ranks, in the element type (integers truncate, as NCCL does).
+  void finish_avg(void* buf, std::size_t n, DType t, RedOp op) const {
+    if (op != RedOp::avg) return;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = load(t, buf, i) / size_;
+      store(t, buf, i,
+            t == DType::float32 || t == DType::float64 || t == DType::half || t == DType::bf16
+                ? v
+                : static_cast<double>(static_cast<std::int64_t>(v)));
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  MPI_Datatype two_bytes_ = MPI_DATATYPE_NULL;
+  MPI_Op user_ops_[2][4] = {};
+  std::vector<std::byte> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(Runtime&) {
+  return std::make_unique<MpiCommunicator>();
+}
+
+}  // namespace xb

@@ -1,0 +1,89 @@
+#include "coll/verify.hpp"
+
+#include <algorithm>
+
+namespace xb {
+
+double input_value(const CollCase& c, int r, std::size_t i) {
+  if (!is_reduction(c.op))
+    return static_cast<double>((static_cast<std::size_t>(r) * 31 + i * 7) % 101);
+  switch (c.redop) {
+    case RedOp::sum:
+      return static_cast<double>((i + static_cast<std::size_t>(r)) % 4);  // sum <= 3n
+    case RedOp::prod:
+      return (i + static_cast<std::size_t>(r)) % 4 == 0 ? 2.0 : 1.0;  // product <= 2^ceil(n/4)
+    case RedOp::avg:
+      return static_cast<double>(i % 7 + 2 * static_cast<std::size_t>(r));  // average i%7 + n-1
+    default:                                                                // min, max
+      return static_cast<double>((i * 7 + static_cast<std::size_t>(r) * 3) % 13);
+  }
+}
+
+namespace {
+
+double reduced(const CollCase& c, std::size_t i) {
+  double acc = input_value(c, 0, i);
+  for (int r = 1; r < c.nranks; ++r) {
+    const double v = input_value(c, r, i);
+    switch (c.redop) {
+      case RedOp::prod:
+        acc *= v;
+        break;
+      case RedOp::min:
+        acc = std::min(acc, v);
+        break;
+      case RedOp::max:
+        acc = std::max(acc, v);
+        break;
+      default:
+        acc += v;
+    }
+  }
+  return c.redop == RedOp::avg ? acc / c.nranks : acc;
+}
+
+}  // namespace
+
+bool receives(const CollCase& c, int rank) { return c.op != CollOp::reduce || rank == c.root; }
+
+double expected_value(const CollCase& c, int rank, std::size_t i, const CollCounts& k) {
+  const auto n = static_cast<std::size_t>(c.nranks);
+  switch (c.op) {
+    case CollOp::allreduce:
+    case CollOp::reduce:
+      return reduced(c, i);
+    case CollOp::reducescatter:
+      return reduced(c, static_cast<std::size_t>(rank) * k.recv + i);
+    case CollOp::allgather:
+      return input_value(c, static_cast<int>(i / k.send), i % k.send);
+    case CollOp::broadcast:
+      return input_value(c, c.root, i);
+    case CollOp::alltoall: {  // block p came from rank p: its block for us
+      const std::size_t per = k.count;
+      return input_value(c, static_cast<int>(i / per),
+                         static_cast<std::size_t>(rank) * per + i % per);
+    }
+    case CollOp::sendrecv:
+      return input_value(c, static_cast<int>((static_cast<std::size_t>(rank) + n - 1) % n), i);
+  }
+  return 0;
+}
+
+void fill_inputs(const CollCase& c, int rank, void* send, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) store(c.dtype, send, i, input_value(c, rank, i));
+}
+
+std::size_t count_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& k) {
+  if (!receives(c, rank)) return 0;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < k.recv; ++i) {
+    // The expectation goes through the same dtype rounding as the data.
+    const double got = load(c.dtype, recv, i);
+    double want_stored[1];
+    store(c.dtype, want_stored, 0, expected_value(c, rank, i, k));
+    if (got != load(c.dtype, want_stored, 0)) ++wrong;
+  }
+  return wrong;
+}
+
+}  // namespace xb

@@ -1,0 +1,85 @@
+// `coll`: nccl-tests' table, one per collective: size, count, type, redop,
+// root, then time/algbw/busbw/#wrong out of place and in place, and the
+// average bus bandwidth.
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+#include "report/table_internal.hpp"
+
+namespace xb {
+namespace {
+
+std::string text_of(const Record& r, const char* key) {
+  const FieldValue* v = find_field(r.extra, key);
+  return v ? field_text(*v) : "";
+}
+
+double number_of(const Record& r, const char* key) {
+  const FieldValue* v = find_field(r.extra, key);
+  if (!v) return 0;
+  if (std::holds_alternative<double>(*v)) return std::get<double>(*v);
+  if (std::holds_alternative<std::int64_t>(*v))
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return 0;
+}
+
+std::string placement(const Record* r) {
+  if (!r) return fmt::format(" {:>10} {:>8} {:>8} {:>7}", "-", "-", "-", "-");
+  const auto wrong = static_cast<std::int64_t>(number_of(*r, "wrong"));
+  return fmt::format(" {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", r->time_us.median,
+                     number_of(*r, "algbw"), number_of(*r, "busbw"),
+                     wrong < 0 ? std::string("N/A") : std::to_string(wrong));
+}
+
+std::string one_collective(const std::string& op, const std::vector<const Record*>& recs,
+                           const Report& rep) {
+  using Key = std::tuple<std::string, std::string, Bytes>;  // dtype, redop, size
+  std::vector<Key> order;
+  std::map<Key, std::pair<const Record*, const Record*>> rows;  // out-of-place, in-place
+  for (const Record* r : recs) {
+    Key k{text_of(*r, "dtype"), text_of(*r, "redop"), r->bytes};
+    if (!rows.count(k)) order.push_back(k);
+    const FieldValue* ip = find_field(r->extra, "inplace");
+    (ip && std::get<bool>(*ip) ? rows[k].second : rows[k].first) = r;
+  }
+  std::string out = fmt::format("\n# Collective {} · {} · {} rank{}\n", op, recs.front()->method,
+                                rep.env.ranks, rep.env.ranks == 1 ? "" : "s");
+  out += fmt::format("# {:>11} {:>12} {:>7} {:>6} {:>5}  {:^36}  {:>22}\n", "", "", "", "", "",
+                     "out-of-place", "in-place");
+  out += fmt::format(
+      "# {:>11} {:>12} {:>7} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>10} {:>8} {:>8} {:>7}\n",
+      "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+      "busbw", "#wrong");
+  out += fmt::format(
+      "# {:>11} {:>12} {:>7} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>10} {:>8} {:>8}\n", "(B)",
+      "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)");
+  for (const auto& k : order) {
+    const auto& [oop, ip] = rows[k];
+    const Record& any = oop ? *oop : *ip;
+    out += fmt::format("  {:>11} {:>12} {:>7} {:>6} {:>5}", any.bytes, text_of(any, "count"),
+                       std::get<0>(k), std::get<1>(k), any.src);
+    out += placement(oop) + placement(ip) + "\n";
+  }
+  if (const FieldValue* avg = find_field(rep.summary, "avg_busbw_" + op);
+      avg && std::holds_alternative<double>(*avg))
+    out += fmt::format("# Avg bus bandwidth    : {:.4f} GB/s\n", std::get<double>(*avg));
+  return out;
+}
+
+}  // namespace
+
+std::string coll_tables(const Report& r) {
+  std::vector<std::string> ops;
+  std::map<std::string, std::vector<const Record*>> by_op;
+  for (const auto& rec : r.results) {
+    if (!by_op.count(rec.kase)) ops.push_back(rec.kase);
+    by_op[rec.kase].push_back(&rec);
+  }
+  std::string out;
+  for (const auto& op : ops) out += one_collective(op, by_op[op], r);
+  return out;
+}
+
+}  // namespace xb
