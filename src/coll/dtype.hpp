@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "coll/fp16.hpp"
+
 namespace xb {
 
 enum class DType { int8, uint8, int32, int64, half, bf16, float32, float64 };
@@ -18,10 +20,6 @@ const char* to_string(RedOp op);
 std::vector<DType> parse_dtypes(const std::string& list);
 std::vector<RedOp> parse_redops(const std::string& list);
 
-std::uint16_t float_to_half(float f);  // round to nearest even
-float half_to_float(std::uint16_t h);
-std::uint16_t float_to_bf16(float f);  // round to nearest even
-float bf16_to_float(std::uint16_t b);
 
 // Element i of a buffer of type t, as a double (exact for every type here
 // but int64 beyond 2^53).
