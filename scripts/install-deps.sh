@@ -11,6 +11,7 @@ PKGS=(
   libgtest-dev
   mpich libmpich-dev
   mbw
+  libucx-dev ucx-utils
 )
 
 missing=()
