@@ -108,6 +108,7 @@ constexpr const char* kFooter = R"(Examples:
   XFERBENCH_HOST_DEVICES=4 xferbench copy -t p2p --bidir
   mpiexec -n 2 xferbench remote        get from a peer rank: core (staged) vs dma (engine)
   mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
+  xferbench engine selftest            UCX transfer engine, server and client in one process
 
 Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
 
@@ -119,7 +120,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(kFooter);
   std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app),
-                               add_remote(app, argc, argv), add_coll(app, argc, argv)};
+                               add_remote(app, argc, argv), add_coll(app, argc, argv), add_engine(app)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

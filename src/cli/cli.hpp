@@ -68,6 +68,7 @@ Command add_list(CLI::App& root);
 Command add_topo(CLI::App& root);
 Command add_remote(CLI::App& root, int argc, char** argv);
 Command add_coll(CLI::App& root, int argc, char** argv);
+Command add_engine(CLI::App& root);
 
 // Parses and runs; returns the exit code. Throws UsageError/RuntimeError.
 int run(int argc, char** argv);

@@ -177,6 +177,7 @@ std::string table_footer(const Report& r) {
 std::string format_table(const Report& r) {
   if (r.command == "remote") return table_header(r) + remote_tables(r) + table_footer(r);
   if (r.command == "coll") return table_header(r) + coll_tables(r) + table_footer(r);
+  if (r.command == "engine" || r.command == "kv") return table_header(r) + engine_tables(r) + table_footer(r);
   std::string out = table_header(r);
   std::vector<std::tuple<std::string, int, int, std::string>> order;
   std::map<std::tuple<std::string, int, int, std::string>, std::vector<const Record*>> sections;

@@ -1,0 +1,75 @@
+#pragma once
+// The TCP side of the engine: a server that exports one registered region,
+// split into a slot per client, and the client's link to it. Messages are
+// framed and versioned (wire.hpp) and carry a shared token.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/units.hpp"
+#include "engine/wire.hpp"
+
+namespace xb::engine {
+
+// Pattern seeds: the server's region holds kServerSeed at its absolute
+// offsets; a client writes kClientSeed at offsets relative to its slot.
+inline constexpr std::uint64_t kServerSeed = 0x5E4E4ULL;
+inline constexpr std::uint64_t kClientSeed = 0xC11E47ULL;
+
+// Token from --token-file (if it exists) or XFERBENCH_TOKEN; "" if neither.
+std::string load_token(const std::string& file);
+std::string make_token();  // 32 random hex digits
+// Writes the token readable by the owner only.
+void write_token(const std::string& file, const std::string& token);
+
+// "127.0.0.1:20000" -> host, port. Throws UsageError.
+std::pair<std::string, int> parse_endpoint(const std::string& text, const char* what);
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 20000;  // 0: any free port
+  Bytes size = 1ULL << 30;
+  int clients = 1;
+  double accept_wait_s = 60;
+  double io_timeout_s = 10;
+  std::string token;
+  std::function<void(const std::string&)> log;  // one line per event
+  std::function<void(int port)> on_listening;   // after bind, with the real port
+};
+
+struct ServerSummary {
+  int served = 0;    // said goodbye
+  int failed = 0;    // vanished mid-session
+  int rejected = 0;  // wrong token, malformed message, server full
+};
+
+// Serves until `clients` sessions have ended. Throws UsageError for a bad
+// address, RuntimeError when fewer than `clients` connected in time.
+ServerSummary serve(const ServerConfig& cfg);
+
+// The client's side of the bootstrap.
+class ServerLink {
+ public:
+  // Connects (retrying until connect_timeout_s), says hello with the token
+  // and gets its slot's descriptor. Throws UsageError when unreachable or
+  // refused, with the server's reason.
+  ServerLink(const std::string& host, int port, const std::string& token, const std::string& digest,
+             double connect_timeout_s, double io_timeout_s);
+  ~ServerLink();
+  ServerLink(const ServerLink&) = delete;
+  ServerLink& operator=(const ServerLink&) = delete;
+  const SegmentDescriptor& segment() const { return segment_; }
+  // Asks the server to check [offset, offset+length) of the slot against
+  // pattern `seed` (and restore its own pattern there). -1: all right,
+  // else the first wrong offset.
+  std::int64_t verify(std::uint64_t offset, std::uint64_t length, std::uint64_t seed);
+  void bye();
+
+ private:
+  int fd_ = -1;
+  double io_timeout_s_;
+  SegmentDescriptor segment_;
+};
+
+}  // namespace xb::engine

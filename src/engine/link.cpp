@@ -1,0 +1,110 @@
+// The client's bootstrap link: connect with a deadline, hello, descriptor.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "engine/bootstrap.hpp"
+
+namespace xb::engine {
+namespace {
+
+// One non-blocking connect attempt within `ms`; returns the fd or -1.
+int try_connect(const addrinfo* ai, int ms, std::string* why) {
+  const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
+  if (errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, ms) == 1) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err == 0) return fd;
+      *why = std::strerror(err);
+    } else {
+      *why = "no answer";
+    }
+  } else {
+    *why = std::strerror(errno);
+  }
+  close(fd);
+  return -1;
+}
+
+}  // namespace
+
+ServerLink::ServerLink(const std::string& host, int port, const std::string& token,
+                       const std::string& digest, double connect_timeout_s, double io_timeout_s)
+    : io_timeout_s_(io_timeout_s) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
+    throw UsageError(fmt::format("--connect: cannot resolve '{}'", host));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(connect_timeout_s));
+  std::string why = "no answer";
+  while (fd_ < 0) {
+    fd_ = try_connect(res, 200, &why);
+    if (fd_ >= 0 || Clock::now() > deadline) break;
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(100));  // the server may still be starting
+  }
+  freeaddrinfo(res);
+  if (fd_ < 0)
+    throw UsageError(
+        fmt::format("cannot reach the engine server at {}:{} within --connect-timeout {} s ({})",
+                    host, port, connect_timeout_s, why));
+  try {
+    send_frame(fd_, {MsgType::hello, Writer().str(token).str(digest).take()}, io_timeout_s_);
+    const Frame f = recv_frame(fd_, io_timeout_s_);
+    if (f.type == MsgType::reject)
+      throw UsageError(fmt::format("the engine server refused this client: {}", f.payload));
+    if (f.type != MsgType::accept) throw ProtocolError("unexpected answer to hello");
+    segment_ = decode_descriptor(f.payload);
+  } catch (const ProtocolError& e) {
+    close(fd_);
+    throw RuntimeError(fmt::format("engine bootstrap with {}:{} failed: {}", host, port, e.what()));
+  } catch (...) {
+    close(fd_);
+    throw;
+  }
+}
+
+ServerLink::~ServerLink() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::int64_t ServerLink::verify(std::uint64_t offset, std::uint64_t length, std::uint64_t seed) {
+  try {
+    send_frame(fd_, {MsgType::verify, Writer().u64(offset).u64(length).u64(seed).take()},
+               io_timeout_s_);
+    // Checking a large slot takes the server a while.
+    const Frame f = recv_frame(fd_, io_timeout_s_ + static_cast<double>(length) / 1e8);
+    if (f.type != MsgType::verified) throw ProtocolError("unexpected answer to verify");
+    Reader r(f.payload);
+    const std::uint64_t v = r.u64();
+    r.done();
+    return v == ~0ULL ? -1 : static_cast<std::int64_t>(v);
+  } catch (const ProtocolError& e) {
+    throw RuntimeError(fmt::format("verify with the engine server failed: {}", e.what()));
+  }
+}
+
+void ServerLink::bye() {
+  try {
+    send_frame(fd_, {MsgType::bye, ""}, io_timeout_s_);
+  } catch (const ProtocolError&) {
+  }
+}
+
+}  // namespace xb::engine

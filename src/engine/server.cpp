@@ -1,0 +1,272 @@
+// The engine server: one registered region, a slot per client, a poll loop
+// that progresses the UCX worker while it waits for bootstrap messages.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/pattern.hpp"
+#include "core/timer.hpp"
+#include "engine/bootstrap.hpp"
+#include "engine/ucx.hpp"
+
+namespace xb::engine {
+namespace {
+
+struct HostMemory {
+  explicit HostMemory(Bytes n)
+      : size(n), data(static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))) {
+    if (!data) throw RuntimeError(fmt::format("cannot allocate the {} region", format_size(n)));
+  }
+  ~HostMemory() { std::free(data); }
+  Bytes size;
+  std::byte* data;
+};
+
+int listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
+    throw UsageError(fmt::format("--listen: cannot resolve '{}'", host));
+  const int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 64) == 0;
+  const int err = errno;
+  freeaddrinfo(res);
+  if (!ok) {
+    if (fd >= 0) close(fd);
+    throw UsageError(fmt::format("--listen {}:{}: {}", host, port, std::strerror(err)));
+  }
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                       : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+}
+
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    diff |= static_cast<unsigned>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+struct Session {
+  int fd;
+  std::string who;
+  int slot = -1;  // -1 until the hello is accepted
+};
+
+class Server {
+ public:
+  explicit Server(const ServerConfig& cfg)
+      : cfg_(cfg),
+        mem_(cfg.size),
+        region_(worker_, mem_.data, mem_.size),
+        slot_len_(cfg.size / cfg.clients / 4096 * 4096),
+        busy_(static_cast<std::size_t>(cfg.clients), false) {
+    if (slot_len_ == 0) throw UsageError("--size is too small for one 4 KiB slot per client");
+    fill_pattern(std::span(mem_.data, mem_.size), kServerSeed, 0);
+    efd_ = worker_.event_fd();
+  }
+
+  ServerSummary run() {
+    listen_fd_ = listen_on(cfg_.host, cfg_.port);
+    const int port = bound_port(listen_fd_);
+    log(fmt::format("listening on {}:{} · region {} in {} slot{} of {} · UCX {}", cfg_.host, port,
+                    format_size(cfg_.size), cfg_.clients, cfg_.clients == 1 ? "" : "s",
+                    format_size(slot_len_), ucx_version()));
+    if (cfg_.on_listening) cfg_.on_listening(port);
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(cfg_.accept_wait_s));
+    while (sum_.served + sum_.failed < cfg_.clients) {
+      if (accepted_ < cfg_.clients && Clock::now() > deadline) {
+        close_all();
+        throw RuntimeError(fmt::format("only {} of {} clients connected within --accept-wait {} s",
+                                       accepted_, cfg_.clients, cfg_.accept_wait_s));
+      }
+      step();
+    }
+    close_all();
+    log(fmt::format("done: {} served, {} failed, {} rejected", sum_.served, sum_.failed,
+                    sum_.rejected));
+    return sum_;
+  }
+
+ private:
+  void log(const std::string& line) const {
+    if (cfg_.log) cfg_.log(line);
+  }
+
+  // Sleeps in poll() on the sockets and the UCX worker's event fd: UCX
+  // traffic that needs the target (TCP) is served as soon as it arrives.
+  void step() {
+    while (worker_.progress()) {
+    }
+    const bool armed = worker_.arm();
+    std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}, {efd_, POLLIN, 0}};
+    for (const auto& s : sessions_) fds.push_back({s.fd, POLLIN, 0});
+    const int rc = poll(fds.data(), fds.size(), armed ? 100 : 0);
+    if (rc <= 0) return;
+    if (fds[0].revents & POLLIN) accept_one();
+    for (std::size_t i = fds.size() - 1; i >= 2; --i)
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) handle(i - 2);
+  }
+
+  void accept_one() {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
+    getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    sessions_.push_back({fd, fmt::format("{}:{}", host, serv)});
+  }
+
+  void drop(std::size_t i, const std::string& why, bool rejected) {
+    Session s = sessions_[i];
+    sessions_.erase(sessions_.begin() + static_cast<long>(i));
+    close(s.fd);
+    if (s.slot >= 0) {
+      restore(s.slot, 0, slot_len_);
+      busy_[static_cast<std::size_t>(s.slot)] = false;
+      ++sum_.failed;
+      log(fmt::format("client {} (slot {}) failed: {}", s.who, s.slot, why));
+    } else if (rejected) {
+      ++sum_.rejected;
+      log(fmt::format("rejected {}: {}", s.who, why));
+    }
+  }
+
+  void restore(int slot, std::uint64_t off, std::uint64_t len) {
+    const std::uint64_t base = static_cast<std::uint64_t>(slot) * slot_len_ + off;
+    fill_pattern(std::span(mem_.data + base, len), kServerSeed, base);
+  }
+
+  void refuse(std::size_t i, const std::string& why) {
+    try {
+      send_frame(sessions_[i].fd, {MsgType::reject, why}, cfg_.io_timeout_s);
+    } catch (const ProtocolError&) {
+    }
+    drop(i, why, true);
+  }
+
+  void handle(std::size_t i) {
+    Frame f;
+    try {
+      f = recv_frame(sessions_[i].fd, cfg_.io_timeout_s);
+    } catch (const ProtocolError& e) {
+      drop(i, e.what(), true);
+      return;
+    }
+    try {
+      dispatch(i, f);
+    } catch (const ProtocolError& e) {
+      if (sessions_[i].slot < 0) {
+        refuse(i, e.what());
+      } else {
+        drop(i, e.what(), true);
+      }
+    }
+  }
+
+  void dispatch(std::size_t i, const Frame& f) {
+    Session& s = sessions_[i];
+    if (f.type == MsgType::hello && s.slot < 0) return hello(i, f);
+    if (s.slot < 0) throw ProtocolError("expected a hello first");
+    if (f.type == MsgType::verify) return verify(s, f);
+    if (f.type == MsgType::bye) {
+      restore(s.slot, 0, slot_len_);
+      busy_[static_cast<std::size_t>(s.slot)] = false;
+      ++sum_.served;
+      log(fmt::format("client {} (slot {}) done", s.who, s.slot));
+      close(s.fd);
+      sessions_.erase(sessions_.begin() + static_cast<long>(i));
+      return;
+    }
+    throw ProtocolError("unexpected message");
+  }
+
+  void hello(std::size_t i, const Frame& f) {
+    Reader r(f.payload);
+    const std::string token = r.str(4096);
+    const std::string digest = r.str(4096);
+    r.done();
+    if (!same_token(token, cfg_.token)) return refuse(i, "wrong token");
+    int slot = -1;
+    for (std::size_t k = 0; k < busy_.size() && slot < 0; ++k)
+      if (!busy_[k]) slot = static_cast<int>(k);
+    if (slot < 0) return refuse(i, fmt::format("server full: all {} slots in use", cfg_.clients));
+    busy_[static_cast<std::size_t>(slot)] = true;
+    sessions_[i].slot = slot;
+    ++accepted_;
+    const std::uint64_t off = static_cast<std::uint64_t>(slot) * slot_len_;
+    send_frame(sessions_[i].fd, {MsgType::accept, encode(region_.describe(off, slot_len_, off))},
+               cfg_.io_timeout_s);
+    log(fmt::format("client {} accepted into slot {} ({}) · {}", sessions_[i].who, slot,
+                    format_size(slot_len_), digest));
+  }
+
+  void verify(Session& s, const Frame& f) {
+    Reader r(f.payload);
+    const std::uint64_t off = r.u64(), len = r.u64(), seed = r.u64();
+    r.done();
+    if (off > slot_len_ || len > slot_len_ - off)
+      throw ProtocolError("verify range outside the slot");
+    const std::uint64_t base = static_cast<std::uint64_t>(s.slot) * slot_len_ + off;
+    const auto bad = find_mismatch(std::span<const std::byte>(mem_.data + base, len), seed, off);
+    restore(s.slot, off, len);
+    const std::uint64_t answer = bad ? static_cast<std::uint64_t>(*bad) : ~0ULL;
+    send_frame(s.fd, {MsgType::verified, Writer().u64(answer).take()}, cfg_.io_timeout_s);
+  }
+
+  void close_all() {
+    for (auto& s : sessions_) close(s.fd);
+    sessions_.clear();
+    if (listen_fd_ >= 0) close(listen_fd_);
+    listen_fd_ = -1;
+  }
+
+  const ServerConfig& cfg_;
+  Worker worker_;
+  HostMemory mem_;
+  Region region_;
+  std::uint64_t slot_len_;
+  std::vector<bool> busy_;
+  std::vector<Session> sessions_;
+  int listen_fd_ = -1;
+  int efd_ = -1;
+  int accepted_ = 0;
+  ServerSummary sum_;
+};
+
+}  // namespace
+
+ServerSummary serve(const ServerConfig& cfg) {
+  if (cfg.clients < 1) throw UsageError("--clients must be at least 1");
+  if (cfg.token.empty()) throw UsageError("the server needs a token");
+  Server s(cfg);
+  return s.run();
+}
+
+}  // namespace xb::engine

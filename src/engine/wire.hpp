@@ -1,0 +1,82 @@
+#pragma once
+// The engine's wire formats: the segment descriptor a server exports, and
+// the framed, versioned messages of the TCP bootstrap. Decoding is bounds-
+// checked; anything malformed throws ProtocolError, never reads past input.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace xb::engine {
+
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a peer needs to reach registered memory: its UCX worker address, the
+// packed remote key, and the range it may touch.
+struct SegmentDescriptor {
+  std::string worker_address;  // opaque UCX bytes
+  std::string rkey;            // opaque packed rkey
+  std::uint64_t base = 0;      // remote virtual address of the range
+  std::uint64_t length = 0;
+  std::uint64_t pattern_offset = 0;  // where the range starts in the server's verification pattern
+};
+
+std::string encode(const SegmentDescriptor& d);
+SegmentDescriptor decode_descriptor(const std::string& bytes);
+
+// Appends/reads little-endian integers and length-prefixed strings.
+class Writer {
+ public:
+  Writer& u64(std::uint64_t v);
+  Writer& str(const std::string& s);
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  std::uint64_t u64();
+  std::string str(std::size_t max_len = 1 << 20);
+  void done() const;  // throws if bytes are left over
+
+ private:
+  const std::string& in_;
+  std::size_t pos_ = 0;
+};
+
+// Bootstrap frames: "XBEN", version, type, payload length, payload.
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kMaxPayload = 1 << 20;
+
+enum class MsgType : std::uint16_t {
+  hello = 1,
+  accept = 2,
+  reject = 3,
+  verify = 4,
+  verified = 5,
+  bye = 6
+};
+
+struct Frame {
+  MsgType type;
+  std::string payload;
+};
+
+std::string encode_frame(const Frame& f);
+// Parses one frame from a 12-byte header and its payload; throws
+// ProtocolError for a bad magic, version, type or an oversized length.
+std::uint32_t payload_length(const std::string& header);
+Frame decode_frame(const std::string& header, std::string payload);
+
+// Blocking socket I/O with a deadline (seconds); throws ProtocolError on
+// EOF, timeout or a malformed frame.
+void send_frame(int fd, const Frame& f, double timeout_s);
+Frame recv_frame(int fd, double timeout_s);
+
+}  // namespace xb::engine
