@@ -80,12 +80,11 @@ class Server {
  public:
   explicit Server(const ServerConfig& cfg)
       : cfg_(cfg),
-        mem_(cfg.size),
-        region_(worker_, mem_.data, mem_.size),
+        region_(worker_, cfg.size),
         slot_len_(cfg.size / cfg.clients / 4096 * 4096),
         busy_(static_cast<std::size_t>(cfg.clients), false) {
     if (slot_len_ == 0) throw UsageError("--size is too small for one 4 KiB slot per client");
-    fill_pattern(std::span(mem_.data, mem_.size), kServerSeed, 0);
+    fill_pattern(std::span(region_.data(), region_.size()), kServerSeed, 0);
     efd_ = worker_.event_fd();
   }
 
@@ -160,7 +159,7 @@ class Server {
 
   void restore(int slot, std::uint64_t off, std::uint64_t len) {
     const std::uint64_t base = static_cast<std::uint64_t>(slot) * slot_len_ + off;
-    fill_pattern(std::span(mem_.data + base, len), kServerSeed, base);
+    fill_pattern(std::span(region_.data() + base, len), kServerSeed, base);
   }
 
   void refuse(std::size_t i, const std::string& why) {
@@ -234,7 +233,7 @@ class Server {
     if (off > slot_len_ || len > slot_len_ - off)
       throw ProtocolError("verify range outside the slot");
     const std::uint64_t base = static_cast<std::uint64_t>(s.slot) * slot_len_ + off;
-    const auto bad = find_mismatch(std::span<const std::byte>(mem_.data + base, len), seed, off);
+    const auto bad = find_mismatch(std::span<const std::byte>(region_.data() + base, len), seed, off);
     restore(s.slot, off, len);
     const std::uint64_t answer = bad ? static_cast<std::uint64_t>(*bad) : ~0ULL;
     send_frame(s.fd, {MsgType::verified, Writer().u64(answer).take()}, cfg_.io_timeout_s);
@@ -249,7 +248,6 @@ class Server {
 
   const ServerConfig& cfg_;
   Worker worker_;
-  HostMemory mem_;
   Region region_;
   std::uint64_t slot_len_;
   std::vector<bool> busy_;

@@ -85,6 +85,24 @@ Region::Region(Worker& w, void* data, std::uint64_t size) : worker_(w), data_(da
   memh_ = h;
 }
 
+Region::Region(Worker& w, std::uint64_t size) : worker_(w), data_(nullptr), size_(size) {
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.address = nullptr;
+  mp.length = size;
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h h = nullptr;
+  ok(ucp_mem_map(ctx(w.context()), &mp, &h), "ucp_mem_map (allocate)");
+  memh_ = h;
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  if (const ucs_status_t st = ucp_mem_query(h, &attr); st != UCS_OK || attr.length < size) {
+    ucp_mem_unmap(ctx(w.context()), h);
+    ok(st == UCS_OK ? UCS_ERR_NO_MEMORY : st, "ucp_mem_query");
+  }
+  data_ = attr.address;
+}
+
 Region::~Region() { ucp_mem_unmap(ctx(worker_.context()), static_cast<ucp_mem_h>(memh_)); }
 
 std::string Region::packed_rkey() const {

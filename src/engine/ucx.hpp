@@ -41,6 +41,9 @@ class Worker {
 class Region {
  public:
   Region(Worker& w, void* data, std::uint64_t size);
+  // Lets UCX allocate the memory: shareable, so shared-memory transports can
+  // reach it directly instead of emulating one-sided access through the target.
+  Region(Worker& w, std::uint64_t size);
   ~Region();
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;

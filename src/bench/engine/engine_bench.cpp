@@ -159,27 +159,24 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
     throw UsageError(fmt::format("-t {} is larger than this client's slot on the server ({})",
                                  format_size(cfg.total), format_size(link.segment().length)));
   engine::Worker worker;
-  std::unique_ptr<std::byte, decltype(&std::free)> mem(
-      static_cast<std::byte*>(std::aligned_alloc(4096, (cfg.total + 4095) / 4096 * 4096)),
-      &std::free);
-  if (!mem) throw RuntimeError("cannot allocate the client buffer");
-  std::memset(mem.get(), 0, cfg.total);
   const auto r0 = Clock::now();
-  engine::Region local(worker, mem.get(), cfg.total);
+  engine::Region local(worker, cfg.total);  // UCX-allocated: reachable by shared memory
   const double register_ms = elapsed_us(r0, Clock::now()) / 1e3;
+  std::byte* const buf = local.data();
+  std::memset(buf, 0, cfg.total);
   engine::Remote remote(worker, link.segment(), cfg.timeout_s, cfg.peer_errors);
   for (Op op : cfg.ops) {
     for (Bytes bs : blocks) {
-      prepare_local(op, mem.get(), cfg.total);
+      prepare_local(op, buf, cfg.total);
       for (int w = 0; w < cfg.warmup; ++w)
-        one_loop(remote, op, mem.get(), cfg.total, bs, cfg, nullptr);
+        one_loop(remote, op, buf, cfg.total, bs, cfg, nullptr);
       Timing t;
       for (int l = 0; l < cfg.loops; ++l) {
         const auto t0 = Clock::now();
-        one_loop(remote, op, mem.get(), cfg.total, bs, cfg, &t);
+        one_loop(remote, op, buf, cfg.total, bs, cfg, &t);
         t.loop_us.push_back(elapsed_us(t0, Clock::now()));
       }
-      run.records.push_back(make_record(op, cfg, bs, t, check(link, remote, op, mem.get(), cfg)));
+      run.records.push_back(make_record(op, cfg, bs, t, check(link, remote, op, buf, cfg)));
     }
   }
   run.summary = {{"ucx_version", engine::ucx_version()},
