@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Engine integration scenarios with real processes: engine_it.sh XFERBENCH SCENARIO
+set -u
+xb=$1; scenario=$2
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+port=$((21000 + RANDOM % 30000))
+fail() { echo "FAIL [$scenario]: $*"; for f in "$tmp"/*.log; do echo "--- $f"; cat "$f"; done; exit 1; }
+serve() {  # serve ARGS...: a server in the background, token in $tmp/tok
+  "$xb" engine serve --listen 127.0.0.1:$port --token-file "$tmp/tok" "$@" 2>"$tmp/server.log" &
+  server=$!
+  for _ in $(seq 100); do [ -s "$tmp/tok" ] && grep -q listening "$tmp/server.log" && return; sleep 0.1; done
+  fail "server did not start"
+}
+client() {  # client NAME ARGS...: runs a client, JSON to $tmp/NAME.json
+  local name=$1; shift
+  timeout 120 "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" --format json \
+    -o "$tmp/$name.json" -q "$@" 2>"$tmp/$name.log"
+}
+verified() {  # all records of NAME ok and verified
+  /usr/bin/python3 -c "
+import json,sys; d=json.load(open('$tmp/$1.json')); r=d['results']
+sys.exit(0 if r and all(x['status']=='ok' and x['verified'] for x in r) else 1)" || fail "$1 not verified"
+}
+expect_usage() {  # expect_usage PATTERN CMD...: exit 2 and one line matching
+  local pat=$1; shift
+  timeout 60 "$@" >"$tmp/out.log" 2>"$tmp/err.log"; local rc=$?
+  [ $rc -eq 2 ] || fail "exit $rc, expected 2 for: $*"
+  [ "$(wc -l <"$tmp/err.log")" -eq 1 ] || fail "expected one line on stderr"
+  grep -Eq -- "$pat" "$tmp/err.log" || fail "stderr does not match /$pat/"
+}
+
+case $scenario in
+selftest)
+  timeout 120 "$xb" engine selftest >"$tmp/self.log" 2>&1 || fail "selftest failed"
+  grep -q "20 results: 20 ok" "$tmp/self.log" || fail "selftest results"
+  ;;
+selftest_tcp)
+  UCX_TLS=tcp timeout 120 "$xb" engine selftest -t 4M --block-steps 3 >"$tmp/self.log" 2>&1 || fail "tcp selftest"
+  grep -q "transports: tcp" "$tmp/self.log" || fail "not on tcp"
+  grep -q "12 results: 12 ok" "$tmp/self.log" || fail "tcp selftest results"
+  ;;
+two_processes)
+  serve --size 64M --clients 2
+  client r --op read -t 16M -k 64K --block-steps 3 --loops 2 || fail "read client"
+  client w --op write -t 16M -k 1M --loops 2 --async --batch 4 || fail "write client"
+  verified r; verified w
+  wait $server || fail "server exit code"
+  grep -q "2 served, 0 failed" "$tmp/server.log" || fail "server summary"
+  ;;
+wrong_token)
+  serve --size 16M --clients 1
+  timeout 30 "$xb" engine client --connect 127.0.0.1:$port -t 1M 2>"$tmp/bad.log" >/dev/null \
+    <<<"" && fail "no-token client succeeded"
+  XFERBENCH_TOKEN=not-the-token timeout 30 "$xb" engine client --connect 127.0.0.1:$port -t 1M >/dev/null 2>"$tmp/bad.log"
+  [ $? -eq 2 ] || fail "wrong token: expected exit 2"
+  grep -q "refused this client: wrong token" "$tmp/bad.log" || fail "client message"
+  grep -q "rejected .*wrong token" "$tmp/server.log" || fail "server did not log the rejection"
+  client good -t 4M --loops 2 || fail "good client after a rejected one"
+  verified good
+  wait $server || fail "server exit code"
+  ;;
+malformed)
+  serve --size 16M --clients 1
+  exec 3<>/dev/tcp/127.0.0.1/$port; printf 'GET / HTTP/1.0\r\n\r\n' >&3; exec 3>&-
+  exec 3<>/dev/tcp/127.0.0.1/$port; printf 'XBEN\x01\x00\x01\x00\xff\xff\xff\x7f' >&3; exec 3>&-
+  sleep 0.5
+  client good -t 4M --loops 2 || fail "client after malformed messages"
+  verified good
+  wait $server || fail "server exit code"
+  grep -q "not an xferbench engine frame" "$tmp/server.log" || fail "no log of the bad frame"
+  grep -q "oversized message" "$tmp/server.log" || fail "no log of the oversized frame"
+  ;;
+killed_client)
+  serve --size 512M --clients 2
+  UCX_TLS=tcp "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" --op write \
+    -t 200M -k 64K --loops 50 >/dev/null 2>"$tmp/victim.log" &
+  victim=$!
+  sleep 1.5; kill -9 $victim
+  client survivor --op read -t 64M -k 1M --loops 2 || fail "survivor client"
+  verified survivor
+  wait $server; rc=$?
+  [ $rc -eq 1 ] || fail "server exit $rc, expected 1 (one client failed)"
+  grep -q "1 served, 1 failed" "$tmp/server.log" || fail "server summary"
+  ;;
+four_clients)
+  serve --size 256M --clients 4
+  for i in 1 2 3 4; do client c$i --op write,read -t 32M -k 256K --loops 2 & done
+  for job in $(jobs -p); do [ "$job" = "$server" ] || wait "$job" || fail "a client failed"; done
+  for i in 1 2 3 4; do verified c$i; done
+  wait $server || fail "server exit code"
+  grep -q "4 served, 0 failed" "$tmp/server.log" || fail "server summary"
+  ;;
+peer_failure)
+  serve --size 512M --clients 1
+  UCX_TLS=tcp "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" --err-mode peer \
+    --op read -t 256M -k 64K --loops 100 --timeout 5 >/dev/null 2>"$tmp/client.log" &
+  c=$!
+  sleep 1.5; kill -9 $server
+  wait $c; rc=$?
+  [ $rc -eq 1 ] || fail "client exit $rc after the server died, expected 1 (124 = hang)"
+  grep -Eq "peer failed|timed out|failed" "$tmp/client.log" || fail "no error message"
+  ;;
+bad_input)
+  expect_usage "cannot reach the engine server at 127.0.0.1:1 within --connect-timeout 1" \
+    env XFERBENCH_TOKEN=x "$xb" engine client --connect 127.0.0.1:1 --connect-timeout 1
+  expect_usage "-k 8 MiB is larger than -t 1 MiB" "$xb" engine client -t 1M -k 8M
+  expect_usage "-t 3 MiB is not a multiple of the block size 2 MiB" "$xb" engine client -t 3M -k 2M
+  expect_usage "--connect 'nowhere' must be HOST:PORT" env XFERBENCH_TOKEN=x "$xb" engine client --connect nowhere
+  serve --size 8M --clients 1
+  expect_usage "-t 16 MiB is larger than this client's slot on the server \(8 MiB\)" \
+    env XFERBENCH_TOKEN="$(cat "$tmp/tok")" "$xb" engine client --connect 127.0.0.1:$port -t 16M
+  ;;
+*) fail "unknown scenario" ;;
+esac
+echo "ok: $scenario"

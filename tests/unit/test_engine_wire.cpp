@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include "bench/engine/engine_bench.hpp"
+#include "core/error.hpp"
+#include "engine/bootstrap.hpp"
+#include "engine/wire.hpp"
+
+namespace xb::engine {
+
+TEST(EngineWire, DescriptorRoundTrip) {
+  SegmentDescriptor d{std::string("\x01\x00\xff"
+                                  "addr",
+                                  7),
+                      std::string(300, 'k'), 0x7f0000001000ULL, 1ULL << 30, 4096};
+  const SegmentDescriptor back = decode_descriptor(encode(d));
+  EXPECT_EQ(back.worker_address, d.worker_address);
+  EXPECT_EQ(back.rkey, d.rkey);
+  EXPECT_EQ(back.base, d.base);
+  EXPECT_EQ(back.length, d.length);
+  EXPECT_EQ(back.pattern_offset, d.pattern_offset);
+}
+
+TEST(EngineWire, MalformedDescriptorsAreRefused) {
+  const std::string good = encode({"addr", "rkey", 4096, 100, 0});
+  for (std::size_t cut = 0; cut < good.size(); ++cut)
+    EXPECT_THROW(decode_descriptor(good.substr(0, cut)), ProtocolError) << cut;  // every truncation
+  EXPECT_THROW(decode_descriptor(good + "x"), ProtocolError);                    // trailing bytes
+  EXPECT_THROW(decode_descriptor(encode({"", "rkey", 0, 1, 0})), ProtocolError);  // no address
+  EXPECT_THROW(decode_descriptor(encode({"a", "k", ~0ULL - 5, 100, 0})),
+               ProtocolError);                         // range wraps
+  std::string huge = Writer().u64(1ULL << 40).take();  // absurd length
+  EXPECT_THROW(decode_descriptor(huge), ProtocolError);
+}
+
+TEST(EngineWire, Frames) {
+  const std::string bytes = encode_frame({MsgType::hello, "payload"});
+  ASSERT_EQ(bytes.size(), 12u + 7u);
+  const std::string header = bytes.substr(0, 12);
+  EXPECT_EQ(payload_length(header), 7u);
+  const Frame f = decode_frame(header, bytes.substr(12));
+  EXPECT_EQ(f.type, MsgType::hello);
+  EXPECT_EQ(f.payload, "payload");
+  std::string bad = header;
+  bad[0] = 'Y';
+  EXPECT_THROW(payload_length(bad), ProtocolError);  // magic
+  bad = header;
+  bad[4] = 9;
+  EXPECT_THROW(payload_length(bad), ProtocolError);  // version
+  bad = header;
+  bad[6] = 42;
+  EXPECT_THROW(payload_length(bad), ProtocolError);  // type
+  bad = header;
+  bad[11] = 0x7f;
+  EXPECT_THROW(payload_length(bad), ProtocolError);  // oversized
+  EXPECT_THROW(payload_length(header.substr(0, 5)), ProtocolError);
+  EXPECT_THROW(encode_frame({MsgType::hello, std::string(kMaxPayload + 1, 'x')}), ProtocolError);
+}
+
+TEST(EngineWire, Endpoints) {
+  EXPECT_EQ(parse_endpoint("127.0.0.1:20000", "--listen"),
+            std::make_pair(std::string("127.0.0.1"), 20000));
+  EXPECT_EQ(parse_endpoint("[::1]:5", "--listen").second, 5);
+  EXPECT_THROW(parse_endpoint("localhost", "--connect"), UsageError);
+  EXPECT_THROW(parse_endpoint("h:99999", "--connect"), UsageError);
+  EXPECT_THROW(parse_endpoint(":80", "--connect"), UsageError);
+  EXPECT_EQ(make_token().size(), 32u);
+  EXPECT_NE(make_token(), make_token());
+}
+
+TEST(EngineWire, BlockSteps) {
+  EngineClientConfig c;
+  c.total = 1 << 20;
+  c.block = 64 << 10;
+  c.block_steps = 5;
+  EXPECT_EQ(engine_blocks(c),
+            (std::vector<Bytes>{64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20}));
+  c.block_steps = 6;
+  EXPECT_THROW(engine_blocks(c), UsageError);  // 2 MiB > -t
+  c.block_steps = 1;
+  c.total = 3 << 20;
+  c.block = 2 << 20;
+  EXPECT_THROW(engine_blocks(c), UsageError);  // not a multiple
+}
+
+}  // namespace xb::engine
