@@ -120,7 +120,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(kFooter);
   std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app),
-                               add_remote(app, argc, argv), add_coll(app, argc, argv), add_engine(app)};
+                               add_remote(app, argc, argv), add_coll(app, argc, argv), add_engine(app),
+                               add_kv(app, argc, argv)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

@@ -69,6 +69,7 @@ Command add_topo(CLI::App& root);
 Command add_remote(CLI::App& root, int argc, char** argv);
 Command add_coll(CLI::App& root, int argc, char** argv);
 Command add_engine(CLI::App& root);
+Command add_kv(CLI::App& root, int argc, char** argv);
 
 // Parses and runs; returns the exit code. Throws UsageError/RuntimeError.
 int run(int argc, char** argv);

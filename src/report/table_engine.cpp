@@ -52,7 +52,34 @@ std::string table(const std::vector<const Record*>& rows) {
 
 }  // namespace
 
+std::string kv_tables(const Report& r) {
+  std::string out =
+      "get: each rank reads its blocks from the others; put: rank 0 writes them to every peer\n";
+  std::string last;
+  for (const auto& rec : r.results) {
+    const std::string blocks = text(rec, "blocks");
+    if (blocks != last) {
+      out += fmt::format("\n{} blocks of {} B\n{:>8} {:>6} {:>14} {:>11} {:>11} {:>10} {:>6}\n",
+                         blocks, text(rec, "block_bytes"), "What", "Rank", "Bytes", "Time(ms)",
+                         "p99(ms)", "GB/s", "Check");
+      last = blocks;
+    }
+    if (rec.status == Status::waived) {
+      out += fmt::format("{:>8} {}: {}\n", rec.kase, to_string(rec.status), rec.reason);
+      continue;
+    }
+    out += fmt::format("{:>8} {:>6} {:>14} {:>11.3f} {:>11.3f} {:>10.2f} {:>6}\n", rec.kase,
+                       rec.src < 0 ? std::string("all") : std::to_string(rec.src), rec.bytes,
+                       rec.time_us.median / 1e3, rec.time_us.p99 / 1e3, rec.gbps_median,
+                       !rec.verified   ? "-"
+                       : *rec.verified ? "ok"
+                                       : "FAIL");
+  }
+  return out;
+}
+
 std::string engine_tables(const Report& r) {
+  if (r.command == "kv") return kv_tables(r);
   std::vector<std::pair<std::string, std::string>> order;
   std::map<std::pair<std::string, std::string>, std::vector<const Record*>> groups;
   for (const auto& rec : r.results) {

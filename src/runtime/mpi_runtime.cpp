@@ -153,6 +153,14 @@ class MpiRuntime final : public Runtime {
   int size() const override { return size_; }
   bool single_host() const override { return single_host_; }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void barrier(const std::function<void()>& progress) override {
+    MPI_Request req;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+    for (int done = 0; !done;) {
+      progress();
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    }
+  }
   void broadcast(std::span<std::byte> data, int root) override {
     check(MPI_Bcast(data.data(), count_of(data.size()), MPI_BYTE, root, MPI_COMM_WORLD),
           "MPI_Bcast");

@@ -5,6 +5,7 @@
 // windows) or by one-sided get/put across hosts (MPI RMA windows).
 // MPI types stay inside runtime/mpi_runtime.cpp.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -49,6 +50,9 @@ class Runtime {
   virtual int size() const = 0;
   virtual bool single_host() const = 0;  // all ranks on one node
   virtual void barrier() = 0;
+  // A barrier that keeps calling `progress` while it waits (a rank serving
+  // one-sided traffic of another library must not stop progressing it).
+  virtual void barrier(const std::function<void()>& progress) = 0;
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   // Every rank's string, in rank order, on every rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;

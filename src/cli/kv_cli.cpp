@@ -1,0 +1,104 @@
+// `xferbench kv`: KV-cache block put/get among ranks.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "bench/kv/kv_bench.hpp"
+#include "cli/cli.hpp"
+#include "core/error.hpp"
+
+namespace xb::cli {
+namespace {
+
+struct KvArgs {
+  CommonOptions common;
+  std::string block_bytes, blocks = "16,32,48,64";
+  int iters = 5, warmup = 1, ranks = 0;
+  bool no_check = false;
+};
+
+KvConfig to_config(const KvArgs& a) {
+  KvConfig c;
+  if (!a.block_bytes.empty()) c.block_bytes = parse_size(a.block_bytes, "--block-bytes");
+  c.blocks.clear();
+  for (const auto& b : split_list(a.blocks)) {
+    int v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(b, &used);
+      if (used != b.size()) v = 0;
+    } catch (const std::exception&) {
+      v = 0;
+    }
+    if (v < 1 || v > 100000)
+      throw UsageError(fmt::format("--blocks: '{}' is not a positive block count", b));
+    c.blocks.push_back(v);
+  }
+  c.iters = a.iters;
+  c.warmup = a.warmup;
+  c.check = !a.no_check;
+  return c;
+}
+
+int run_kv_command(const KvArgs& a, int argc, char** argv) {
+  if (a.ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(a.ranks, argc, argv);
+  const KvConfig cfg = to_config(a);
+  auto backend = make_backend(a.common.backend);
+  auto rt = make_mpi_runtime();
+  if (a.ranks > 0 && a.ranks != rt->size())
+    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", a.ranks, rt->size()));
+  validate_kv(*rt, cfg);
+  std::unique_ptr<Output> out;
+  std::string err;
+  if (rt->root()) {
+    try {
+      out = std::make_unique<Output>(a.common);
+    } catch (const UsageError& e) {
+      err = e.what();
+    }
+  }
+  err = rt->agree(err);
+  if (!err.empty()) throw UsageError(err);
+  std::vector<Record> recs = run_kv(*rt, cfg);
+  Report report{"kv", env_of(*backend), {}, std::move(recs), {}};
+  report.env.ranks = rt->size();
+  report.params = {{"block_bytes", static_cast<std::int64_t>(cfg.block_bytes)},
+                   {"blocks", a.blocks},
+                   {"iters", static_cast<std::int64_t>(cfg.iters)},
+                   {"warmup", static_cast<std::int64_t>(cfg.warmup)},
+                   {"check", cfg.check}};
+  if (rt->root()) out->emit([&](Format f) { return format_report(report, f); });
+  return exit_code(report);
+}
+
+}  // namespace
+
+Command add_kv(CLI::App& root, int argc, char** argv) {
+  auto args = std::make_shared<KvArgs>();
+  auto& a = *args;
+  CLI::App* app =
+      root.add_subcommand("kv", "KV-cache block put/get among ranks over the UCX engine");
+  app->add_option("--block-bytes", a.block_bytes,
+                  "bytes per KV block (default 61 x (128K + 16K) = 8784 KiB)")
+      ->type_name("SIZE");
+  app->add_option("--blocks", a.blocks, "blocks per round, comma list")->default_str("16,32,48,64");
+  app->add_option("-n,--iters", a.iters, "timed rounds")
+      ->check(CLI::Range(1, 100000))
+      ->default_str("5");
+  app->add_option("-w,--warmup", a.warmup, "warm-up rounds")
+      ->check(CLI::Range(0, 100000))
+      ->default_str("1");
+  app->add_option("--ranks", a.ranks, "outside mpiexec: start N ranks under mpiexec")
+      ->check(CLI::Range(1, 4096));
+  app->add_flag("--no-check", a.no_check, "skip verification");
+  add_common(*app, a.common);
+  app->footer(
+      R"(Get: every rank reads its blocks from the other ranks (spread round-robin); Put: rank 0
+writes the blocks to every peer. GB/s = bytes of the round / round time (per rank for get).
+Examples:
+  mpiexec -n 4 xferbench kv
+  xferbench kv --ranks 3 --block-bytes 1M --blocks 8,16 --format json -o kv.json)");
+  return {app, [args, argc, argv] { return run_kv_command(*args, argc, argv); }};
+}
+
+}  // namespace xb::cli
