@@ -44,6 +44,8 @@ std::string table_header(const Report& r) {
         "each rank's "
         "median iteration, {} over ranks\n",
         agg);
+  } else if (r.command == "engine" || r.command == "kv") {
+    out += "GB/s = bytes of a loop (kv: a round) / its time, decimal (1e9 B/s); median over the timed loops\n";
   } else {
     out +=
         "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
