@@ -23,6 +23,8 @@ run: build
 	$(XB) topo --backend host
 	$(XB) copy --backend host
 	mpiexec -n 2 $(XB) remote --backend host
+	mpiexec -n 2 $(XB) coll allreduce --backend host -b 64K -e 4M
+	$(XB) engine selftest
 
 test: test-release test-asan
 
