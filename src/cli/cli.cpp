@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -23,6 +24,33 @@ void add_common(CLI::App& app, CommonOptions& opts) {
   app.add_option("-o,--output", opts.output, "write the --format output to FILE")
       ->type_name("FILE");
   app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
+  app.add_option("--min-bw", opts.min_bw,
+                 "exit 1 when a record's median GB/s (coll: busbw) is below this")
+      ->check(CLI::NonNegativeNumber);
+}
+
+int finish(const Report& report, const CommonOptions& opts) {
+  int rc = exit_code(report);
+  if (opts.min_bw <= 0) return rc;
+  int below = 0;
+  std::string worst;
+  double lowest = 1e300;
+  for (const auto& r : report.results) {
+    if (r.status != Status::ok) continue;
+    double bw = r.gbps_median;
+    for (const auto& [k, v] : r.extra)
+      if (k == "busbw" && std::holds_alternative<double>(v)) bw = std::get<double>(v);
+    if (bw >= opts.min_bw) continue;
+    ++below;
+    if (bw < lowest) {
+      lowest = bw;
+      worst = fmt::format("{} {} {} B", r.kase, r.method, r.bytes);
+    }
+  }
+  if (below == 0) return rc;
+  std::fprintf(stderr, "xferbench: %d record%s below --min-bw %g GB/s (lowest: %s at %.3f GB/s)\n",
+               below, below == 1 ? "" : "s", opts.min_bw, worst.c_str(), lowest);
+  return 1;
 }
 
 EnvInfo env_of(const Backend& backend) {
@@ -119,9 +147,16 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("xferbench {}", "0.1.0"));
   app.require_subcommand(1);
   app.footer(kFooter);
-  std::vector<Command> cmds = {add_list(app), add_topo(app), add_copy(app),
-                               add_remote(app, argc, argv), add_coll(app, argc, argv), add_engine(app),
-                               add_kv(app, argc, argv)};
+  std::vector<Command> cmds = {add_list(app),
+                               add_topo(app),
+                               add_copy(app),
+                               add_remote(app, argc, argv),
+                               add_coll(app, argc, argv),
+                               add_engine(app),
+                               add_kv(app, argc, argv),
+                               add_plot(app),
+                               add_report(app),
+                               add_compare(app)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

@@ -20,6 +20,7 @@ struct CommonOptions {
   std::string format = "table";
   std::string output;  // -o FILE
   bool quiet = false;
+  double min_bw = 0;  // --min-bw GBPS, 0: off
 };
 
 void add_common(CLI::App& app, CommonOptions& opts);
@@ -70,6 +71,13 @@ Command add_remote(CLI::App& root, int argc, char** argv);
 Command add_coll(CLI::App& root, int argc, char** argv);
 Command add_engine(CLI::App& root);
 Command add_kv(CLI::App& root, int argc, char** argv);
+Command add_plot(CLI::App& root);
+Command add_report(CLI::App& root);
+Command add_compare(CLI::App& root);
+
+// The exit code of a measured report: 1 when a record failed or, with
+// --min-bw, when an ok record's bandwidth (busbw for coll) is below it.
+int finish(const Report& report, const CommonOptions& opts);
 
 // Parses and runs; returns the exit code. Throws UsageError/RuntimeError.
 int run(int argc, char** argv);

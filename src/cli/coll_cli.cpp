@@ -98,7 +98,7 @@ int run_coll_command(const CollArgs& a, int argc, char** argv) {
   Report report{"coll", env, params_of(a, cfg, rt->size()), std::move(res.records),
                 std::move(res.summary)};
   out->emit([&](Format f) { return format_report(report, f); });
-  return exit_code(report);
+  return finish(report, a.common);
 }
 
 }  // namespace

@@ -175,7 +175,7 @@ Examples:
             Report report{"copy", env_of(*backend), params_of(*args, cfg), {}, {}};
             report.results = run_copy(*backend, registry, cfg, progress_for(args->common.quiet));
             out.emit([&](Format f) { return format_report(report, f); });
-            return exit_code(report);
+            return finish(report, args->common);
           }};
 }
 

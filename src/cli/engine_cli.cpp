@@ -114,7 +114,7 @@ int emit_engine(const CommonOptions& common, EngineRun run, const std::string& c
   env = env_of(*backend);
   Report report{command, env, std::move(params), std::move(run.records), std::move(run.summary)};
   out.emit([&](Format f) { return format_report(report, f); });
-  return exit_code(report);
+  return finish(report, common);
 }
 
 int run_client(const ClientArgs& a) {

@@ -68,7 +68,7 @@ int run_kv_command(const KvArgs& a, int argc, char** argv) {
                    {"warmup", static_cast<std::int64_t>(cfg.warmup)},
                    {"check", cfg.check}};
   if (rt->root()) out->emit([&](Format f) { return format_report(report, f); });
-  return exit_code(report);
+  return finish(report, a.common);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ int run_remote_command(const RemoteArgs& a, int argc, char** argv) {
   env.ranks = rt->size();
   Report report{"remote", env, params_of(a, cfg), std::move(res.records), std::move(res.summary)};
   out->emit([&](Format f) { return format_report(report, f); });
-  return exit_code(report);
+  return finish(report, a.common);
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+// `xferbench plot`, `report` and `compare`: work on result files.
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli.hpp"
+#include "core/error.hpp"
+#include "report/compare.hpp"
+
+extern char** environ;
+
+namespace xb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The plotting script: XFERBENCH_PLOT_SCRIPT, next to an installed binary
+// (../share/xferbench), or the source tree it was built from.
+std::string plot_script() {
+  if (const char* env = std::getenv("XFERBENCH_PLOT_SCRIPT")) return env;
+  char self[PATH_MAX] = {};
+  if (readlink("/proc/self/exe", self, sizeof self - 1) > 0) {
+    const fs::path p =
+        fs::path(self).parent_path() / ".." / "share" / "xferbench" / "xferbench_plot.py";
+    if (fs::exists(p)) return p.string();
+  }
+  return XFERBENCH_SOURCE_SCRIPTS "/xferbench_plot.py";
+}
+
+// Debian's python3 has Debian's matplotlib (a pyenv python3 on PATH does not).
+std::string python() {
+  const char* env = std::getenv("XFERBENCH_PYTHON");
+  return env && *env ? env : "/usr/bin/python3";
+}
+
+int run_script(std::vector<std::string> args) {
+  const std::string script = plot_script();
+  if (!fs::exists(script)) throw RuntimeError(fmt::format("plot script not found at {}", script));
+  const std::string py = python();
+  if (access(py.c_str(), X_OK) != 0)
+    throw UsageError(
+        fmt::format("{} not found: install python3 and python3-matplotlib (apt-get install "
+                    "python3-matplotlib), or set XFERBENCH_PYTHON",
+                    py));
+  args.insert(args.begin(), {py, script});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, py.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
+    throw RuntimeError(fmt::format("cannot run {}", py));
+  int st = 0;
+  waitpid(pid, &st, 0);
+  const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  if (rc == 3)
+    throw UsageError("xferbench plot needs matplotlib: apt-get install python3-matplotlib");
+  if (rc == 2) throw UsageError("the plot script refused its input (see the line above)");
+  if (rc != 0) throw RuntimeError(fmt::format("the plot script failed (exit {})", rc));
+  return 0;
+}
+
+}  // namespace
+
+Command add_plot(CLI::App& root) {
+  auto in = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* app = root.add_subcommand("plot", "chart a result file (PNG or SVG, matplotlib)");
+  app->add_option("file", *in, "result file (--format json output)")->required();
+  app->add_option("-o,--output", *out, "image to write (.png or .svg)")->required();
+  app->footer(
+      "Example:\n  xferbench copy --format json -o a.json && xferbench plot a.json -o a.png");
+  return {app, [in, out] {
+            load_result_text(*in);  // bad input is one line and exit 2, before Python starts
+            const std::string ext = fs::path(*out).extension().string();
+            if (ext != ".png" && ext != ".svg") throw UsageError("-o must end in .png or .svg");
+            return run_script({"plot", *in, *out});
+          }};
+}
+
+Command add_report(CLI::App& root) {
+  auto in = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* app =
+      root.add_subcommand("report", "one self-contained HTML page: charts, environment, tables");
+  app->add_option("files", *in, "result files")->required();
+  app->add_option("-o,--output", *out, "HTML file to write")->required();
+  app->footer("Example:\n  xferbench report a.json r.json c.json -o report.html");
+  return {app, [in, out] {
+            for (const auto& f : *in) load_result_text(f);
+            std::vector<std::string> args{"report", *out};
+            args.insert(args.end(), in->begin(), in->end());
+            return run_script(args);
+          }};
+}
+
+Command add_compare(CLI::App& root) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto threshold = std::make_shared<std::string>("5%");
+  CLI::App* app =
+      root.add_subcommand("compare", "regression check between two result files (exit 1 on one)");
+  app->add_option("files", *files, "BASE.json NEW.json")->required()->expected(2);
+  app->add_option("--threshold", *threshold, "drop that counts as a regression (5% or 0.05)")
+      ->default_str("5%");
+  app->footer(
+      "Records match by command, case, method, src, dst, bytes and their family keys (op, dtype, "
+      "redop,\n"
+      "inplace, block, blocks, mode, transport); the metric is busbw for coll, else median GB/s.\n"
+      "Example:\n  xferbench compare base.json new.json --threshold 5%");
+  return {app, [files, threshold] {
+            const double t = parse_threshold(*threshold);
+            const Comparison c = compare_results((*files)[0], (*files)[1], t);
+            std::cout << format_comparison(c, t) << std::flush;
+            return c.regressions > 0 ? 1 : 0;
+          }};
+}
+
+}  // namespace xb::cli

@@ -1,0 +1,125 @@
+#include "report/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "report/report.hpp"
+
+namespace xb {
+namespace {
+
+using json = nlohmann::json;
+
+json load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("cannot read {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(ss.str());
+  } catch (const json::exception&) {
+    throw UsageError(fmt::format("{} is not a JSON document", path));
+  }
+  if (!doc.is_object() || !doc.contains("schema"))
+    throw UsageError(fmt::format("{} is not an xferbench result (no \"schema\")", path));
+  if (doc["schema"] != kSchema)
+    throw UsageError(fmt::format("{} has schema {} but this xferbench reads {}", path,
+                                 doc["schema"].dump(), kSchema));
+  if (!doc.contains("results") || !doc["results"].is_array() || doc["results"].empty())
+    throw UsageError(fmt::format("{} has no results", path));
+  return doc;
+}
+
+// The identity of a record: everything but the measurement.
+std::string key_of(const std::string& command, const json& r) {
+  std::string k =
+      fmt::format("{} {} {} {}->{} {}", command, r.value("case", "?"), r.value("method", "?"),
+                  r.value("src", -1), r.value("dst", -1), r.value("bytes", 0ULL));
+  for (const char* f : {"op", "dtype", "redop", "inplace", "block", "blocks", "mode", "transport"})
+    if (r.contains(f))
+      k += fmt::format(" {}={}", f, r[f].is_string() ? r[f].get<std::string>() : r[f].dump());
+  return k;
+}
+
+// busbw for collectives (what nccl-tests users compare), else median GB/s.
+std::pair<std::string, double> metric_of(const json& r) {
+  if (r.contains("busbw") && r["busbw"].is_number()) return {"busbw", r["busbw"].get<double>()};
+  return {"gbps", r.contains("gbps") ? r["gbps"].value("median", 0.0) : 0.0};
+}
+
+}  // namespace
+
+std::string load_result_text(const std::string& path) { return load(path).dump(); }
+
+double parse_threshold(const std::string& text) {
+  std::string t = text;
+  const bool pct = !t.empty() && t.back() == '%';
+  if (pct) t.pop_back();
+  double v = -1;
+  try {
+    std::size_t used = 0;
+    v = std::stod(t, &used);
+    if (used != t.size()) v = -1;
+  } catch (const std::exception&) {
+    v = -1;
+  }
+  if (pct) v /= 100;
+  if (!(v >= 0 && v < 1))
+    throw UsageError(fmt::format("--threshold '{}' must be like 5% or 0.05 (below 100%)", text));
+  return v;
+}
+
+Comparison compare_results(const std::string& old_path, const std::string& new_path,
+                           double threshold) {
+  const json a = load(old_path), b = load(new_path);
+  if (a.value("command", "") != b.value("command", ""))
+    throw UsageError(fmt::format("{} is from `{}`, {} from `{}`: nothing to compare", old_path,
+                                 a.value("command", "?"), new_path, b.value("command", "?")));
+  const std::string cmd = a.value("command", "");
+  std::map<std::string, const json*> old_by_key;
+  for (const auto& r : a["results"])
+    if (r.value("status", "") == "ok") old_by_key[key_of(cmd, r)] = &r;
+  Comparison c;
+  std::map<std::string, bool> seen;
+  for (const auto& r : b["results"]) {
+    if (r.value("status", "") != "ok") continue;
+    const std::string k = key_of(cmd, r);
+    auto it = old_by_key.find(k);
+    if (it == old_by_key.end()) {
+      c.only_new.push_back(k);
+      continue;
+    }
+    seen[k] = true;
+    const auto [name, nv] = metric_of(r);
+    const double ov = metric_of(*it->second).second;
+    CompareRow row{k, name, ov, nv, ov > 0 ? nv / ov : 0, false};
+    row.regression = ov > 0 && nv < ov * (1 - threshold);
+    c.regressions += row.regression ? 1 : 0;
+    c.rows.push_back(row);
+  }
+  for (const auto& [k, r] : old_by_key)
+    if (!seen.count(k)) c.only_old.push_back(k);
+  return c;
+}
+
+std::string format_comparison(const Comparison& c, double threshold) {
+  std::string out =
+      fmt::format("{:<64} {:>6} {:>10} {:>10} {:>7}\n", "record", "metric", "old", "new", "ratio");
+  for (const auto& r : c.rows)
+    out += fmt::format("{:<64} {:>6} {:>10.3f} {:>10.3f} {:>7.3f}{}\n", r.key, r.metric,
+                       r.old_value, r.new_value, r.ratio, r.regression ? "  REGRESSION" : "");
+  for (const auto& k : c.only_old) out += fmt::format("only in the old file: {}\n", k);
+  for (const auto& k : c.only_new) out += fmt::format("only in the new file: {}\n", k);
+  out += fmt::format("{} matched, {} regression{} past {:.1f}%, {} unmatched\n", c.rows.size(),
+                     c.regressions, c.regressions == 1 ? "" : "s", threshold * 100,
+                     c.only_old.size() + c.only_new.size());
+  return out;
+}
+
+}  // namespace xb

@@ -1,0 +1,37 @@
+#pragma once
+// `xferbench compare`: matches the records of two result files by their
+// keys and flags regressions past a threshold (a CI gate).
+#include <string>
+#include <vector>
+
+namespace xb {
+
+struct CompareRow {
+  std::string key;     // "copy d2d dma 0->0 268435456"
+  std::string metric;  // "gbps" or "busbw"
+  double old_value = 0;
+  double new_value = 0;
+  double ratio = 0;  // new / old
+  bool regression = false;
+};
+
+struct Comparison {
+  std::vector<CompareRow> rows;
+  std::vector<std::string> only_old, only_new;  // unmatched keys
+  int regressions = 0;
+};
+
+// Parses and checks a result document. Throws UsageError with one line for a
+// missing or unreadable file, non-JSON, another schema, or no results.
+std::string load_result_text(const std::string& path);
+
+// threshold: fractional drop that counts (0.05 = 5%). Throws UsageError for
+// documents of different commands.
+Comparison compare_results(const std::string& old_path, const std::string& new_path,
+                           double threshold);
+std::string format_comparison(const Comparison& c, double threshold);
+
+// "5%" or "0.05" -> 0.05. Throws UsageError.
+double parse_threshold(const std::string& text);
+
+}  // namespace xb

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# plot, report and compare on real result files of every command.
+#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | compare | bad_input | min_bw)
+set -u
+xb=$1; mpiexec=$2; scenario=$3
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL [$scenario]: $*"; cat "$tmp"/*.log 2>/dev/null | tail -40; exit 1; }
+results() {  # every command's JSON, small
+  "$xb" copy -t d2d,h2d -b 4K -e 1M -f 4 -n 3 --format json -o "$tmp/copy.json" -q || fail copy
+  XFERBENCH_HOST_DEVICES=3 "$xb" copy -t p2p --bidir -s 1M -n 3 --format json -o "$tmp/p2p.json" -q || fail p2p
+  "$mpiexec" -n 2 "$xb" remote -b 4K -e 256K -n 20 --format json -o "$tmp/remote.json" -q || fail remote
+  "$mpiexec" -n 2 "$xb" coll allreduce -b 64K -e 1M -n 3 --format json -o "$tmp/coll.json" -q || fail coll
+  "$xb" engine selftest -t 4M --block-steps 2 --loops 2 --format json -o "$tmp/engine.json" -q || fail engine
+  "$mpiexec" -n 3 "$xb" kv --block-bytes 256K --blocks 4 -n 2 --format json -o "$tmp/kv.json" -q || fail kv
+}
+expect2() {  # expect2 PATTERN CMD...
+  local pat=$1; shift
+  "$@" >"$tmp/out.log" 2>"$tmp/err.log"; local rc=$?
+  [ $rc -eq 2 ] || fail "exit $rc, expected 2: $*"
+  [ "$(wc -l <"$tmp/err.log")" -eq 1 ] || fail "expected one stderr line: $(cat "$tmp/err.log")"
+  grep -Eq -- "$pat" "$tmp/err.log" || fail "stderr does not match /$pat/: $(cat "$tmp/err.log")"
+}
+case $scenario in
+plots)
+  results
+  for f in copy p2p remote coll engine kv; do
+    "$xb" plot "$tmp/$f.json" -o "$tmp/$f.png" 2>"$tmp/plot_$f.log" || fail "plot $f"
+    size=$(stat -c %s "$tmp/$f.png")
+    [ "$size" -gt 10000 ] || fail "$f.png is only $size bytes"
+    [ "$(head -c 8 "$tmp/$f.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] || fail "$f.png is not a PNG"
+    [ -s "$tmp/plot_$f.log" ] && fail "matplotlib printed on stderr for $f"
+  done
+  "$xb" plot "$tmp/coll.json" -o "$tmp/coll.svg" || fail "svg"
+  grep -q "<svg" "$tmp/coll.svg" || fail "not an SVG"
+  ;;
+report)
+  results
+  "$xb" report "$tmp"/copy.json "$tmp"/p2p.json "$tmp"/remote.json "$tmp"/coll.json "$tmp"/engine.json \
+    "$tmp"/kv.json -o "$tmp/report.html" || fail "report"
+  grep -q "https\?://" "$tmp/report.html" && grep -Eq "(src|href)=\"https?://" "$tmp/report.html" && fail "network reference"
+  expected=$(grep -o 'data-expected-charts="[0-9]*"' "$tmp/report.html" | grep -o '[0-9]*')
+  [ "$expected" -ge 7 ] || fail "only $expected charts"
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
+    --dump-dom "file://$tmp/report.html" >"$tmp/dom.html" 2>"$tmp/chrome.log" || fail "chromium failed"
+  shown=$(grep -o 'data-charts="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
+  [ "$shown" = "$expected" ] || fail "chromium shows ${shown:-no} charts of $expected"
+  grep -E "CONSOLE.*(Uncaught|Error)|Uncaught" "$tmp/chrome.log" && fail "console errors"
+  ;;
+compare)
+  "$xb" copy -t d2d -b 64K -e 1M -f 4 -n 3 --method dma --format json -o "$tmp/base.json" -q || fail copy
+  "$xb" compare "$tmp/base.json" "$tmp/base.json" >"$tmp/same.log" || fail "identical files compared as a regression"
+  grep -q "0 regressions" "$tmp/same.log" || fail "identical: $(cat "$tmp/same.log")"
+  /usr/bin/python3 - "$tmp/base.json" "$tmp/new.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["results"][1]["gbps"]["median"] *= 0.9   # a 10% drop in one record
+d["results"].append(dict(d["results"][0], bytes=12345))  # a record only the new file has
+json.dump(d, open(sys.argv[2], "w"))
+PY
+  "$xb" compare "$tmp/base.json" "$tmp/new.json" --threshold 5% >"$tmp/drop.log"; rc=$?
+  [ $rc -eq 1 ] || fail "a 10% drop: exit $rc, expected 1"
+  [ "$(grep -c REGRESSION "$tmp/drop.log")" -eq 1 ] || fail "expected one regression: $(cat "$tmp/drop.log")"
+  grep -q "only in the new file" "$tmp/drop.log" || fail "unmatched record not listed"
+  "$xb" compare "$tmp/base.json" "$tmp/new.json" --threshold 15% >/dev/null || fail "10% drop flagged at 15%"
+  ;;
+bad_input)
+  echo "not json" >"$tmp/bad.json"
+  echo '{"schema":"other/2","results":[{}]}' >"$tmp/other.json"
+  echo '{"schema":"xferbench/1","command":"copy","results":[]}' >"$tmp/empty.json"
+  "$xb" copy -t d2d -s 4K -n 2 --format json -o "$tmp/good.json" -q
+  for cmd in "plot X -o $tmp/x.png" "report X -o $tmp/x.html" "compare X $tmp/good.json" "compare $tmp/good.json X"; do
+    expect2 "is not a JSON document" $xb ${cmd//X/$tmp/bad.json}
+    expect2 "has schema \"other/2\" but this xferbench reads xferbench/1" $xb ${cmd//X/$tmp/other.json}
+    expect2 "has no results" $xb ${cmd//X/$tmp/empty.json}
+    expect2 "cannot read $tmp/missing.json" $xb ${cmd//X/$tmp/missing.json}
+  done
+  expect2 "--threshold 'lots' must be like 5%" "$xb" compare "$tmp/good.json" "$tmp/good.json" --threshold lots
+  expect2 "-o must end in .png or .svg" "$xb" plot "$tmp/good.json" -o "$tmp/x.gif"
+  ;;
+min_bw)
+  "$xb" copy -t d2d -s 64K -n 3 --min-bw 1000000 -q >/dev/null 2>"$tmp/err.log"; rc=$?
+  [ $rc -eq 1 ] || fail "--min-bw above every record: exit $rc"
+  grep -q "below --min-bw 1e+06 GB/s" "$tmp/err.log" || fail "message: $(cat "$tmp/err.log")"
+  "$xb" copy -t d2d -s 64K -n 3 --min-bw 0.000001 -q >/dev/null || fail "--min-bw below every record failed"
+  "$mpiexec" -n 2 "$xb" coll allreduce -s 64K -n 2 --min-bw 1000000 >/dev/null 2>&1 && fail "coll --min-bw"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+echo "ok: $scenario"
