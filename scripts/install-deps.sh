@@ -12,6 +12,7 @@ PKGS=(
   mpich libmpich-dev
   mbw
   libucx-dev ucx-utils
+  libopenblas-dev
   python3-matplotlib chromium
 )
 

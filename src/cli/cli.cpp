@@ -156,7 +156,7 @@ int run(int argc, char** argv) {
                                add_kv(app, argc, argv),
                                add_plot(app),
                                add_report(app),
-                               add_compare(app)};
+                               add_compare(app),  add_gemm_ar(app, argc, argv)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

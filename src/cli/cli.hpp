@@ -71,6 +71,7 @@ Command add_remote(CLI::App& root, int argc, char** argv);
 Command add_coll(CLI::App& root, int argc, char** argv);
 Command add_engine(CLI::App& root);
 Command add_kv(CLI::App& root, int argc, char** argv);
+Command add_gemm_ar(CLI::App& root, int argc, char** argv);
 Command add_plot(CLI::App& root);
 Command add_report(CLI::App& root);
 Command add_compare(CLI::App& root);

@@ -12,6 +12,7 @@ std::string table_footer(const Report& r);
 std::string remote_tables(const Report& r);
 std::string coll_tables(const Report& r);
 std::string engine_tables(const Report& r);
+std::string gemm_tables(const Report& r);
 std::string field_text(const FieldValue& v);
 const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key);
 
