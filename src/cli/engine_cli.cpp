@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -27,10 +28,25 @@ struct ClientArgs {
   int steps = 1, loops = 5, warmup = 1, batch = 16;
   bool async = false, no_check = false;
   double connect_timeout = 10, timeout = 30;
-  std::string err_mode = "none";
+  std::string err_mode = "auto";
 };
 
 void log_line(const std::string& s) { std::fprintf(stderr, "engine: %s\n", s.c_str()); }
+
+// --err-mode auto: UCX's peer error mode wherever shared memory cannot be
+// used anyway (another host, or UCX_TLS without a shared-memory transport):
+// then a dying client cannot take the server's UCX endpoints down with it.
+// On one host with shared memory, no error mode, so UCX may pick it.
+bool auto_peer_errors(const std::string& host) {
+  const bool local = host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!local) return true;
+  const char* tls = std::getenv("UCX_TLS");
+  if (!tls || !*tls) return false;
+  const std::string t = tls;
+  for (const char* shm : {"shm", "posix", "sysv", "cma", "xpmem", "knem", "all"})
+    if (t.find(shm) != std::string::npos) return false;
+  return true;
+}
 
 EngineClientConfig to_config(const ClientArgs& a) {
   EngineClientConfig c;
@@ -56,7 +72,7 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.batch = a.batch;
   c.check = !a.no_check;
   c.timeout_s = a.timeout;
-  c.peer_errors = a.err_mode == "peer";
+  c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
   engine_blocks(c);  // validates
   return c;
 }
@@ -118,8 +134,9 @@ int emit_engine(const CommonOptions& common, EngineRun run, const std::string& c
 }
 
 int run_client(const ClientArgs& a) {
-  const EngineClientConfig cfg = to_config(a);
+  EngineClientConfig cfg = to_config(a);
   const auto [host, port] = engine::parse_endpoint(a.connect, "--connect");
+  if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors(host);
   const std::string token = engine::load_token(a.token_file);
   if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
   Output check_output(a.common);  // a bad -o fails before connecting
@@ -155,6 +172,7 @@ int run_serve(const ServeArgs& a) {
 // Server and client in one process on a free loopback port.
 int run_selftest(const ClientArgs& a) {
   EngineClientConfig cfg = to_config(a);
+  if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors("127.0.0.1");
   Output check_output(a.common);
   engine::ServerConfig sc;
   sc.port = 0;

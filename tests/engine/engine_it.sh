@@ -73,8 +73,8 @@ malformed)
   ;;
 killed_client)
   serve --size 512M --clients 2
-  UCX_TLS=tcp "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" --op write \
-    -t 200M -k 64K --loops 50 >/dev/null 2>"$tmp/victim.log" &
+  "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" --op write \
+    -t 200M -k 64K --loops 500 >/dev/null 2>"$tmp/victim.log" &
   victim=$!
   sleep 1.5; kill -9 $victim
   client survivor --op read -t 64M -k 1M --loops 2 || fail "survivor client"
