@@ -126,6 +126,35 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+Ranked start_ranked(const CommonOptions& opts, int ranks, int argc, char** argv,
+                    const std::function<void(Runtime&)>& validate) {
+  if (ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(ranks, argc, argv);
+  Ranked r;
+  r.backend = make_backend(opts.backend);
+  r.rt = make_mpi_runtime();
+  if (ranks > 0 && ranks != r.rt->size())
+    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", ranks, r.rt->size()));
+  validate(*r.rt);
+  std::string err;
+  if (r.rt->root()) {
+    try {
+      r.out = std::make_unique<Output>(opts);
+    } catch (const UsageError& e) {
+      err = e.what();
+    }
+  }
+  err = r.rt->agree(err);
+  if (!err.empty()) throw UsageError(err);
+  return r;
+}
+
+int Ranked::report(Report r, const CommonOptions& opts) {
+  r.env = env_of(*backend);
+  r.env.ranks = rt->size();
+  if (out) out->emit([&](Format f) { return format_report(r, f); });
+  return finish(r, opts);
+}
+
 namespace {
 
 constexpr const char* kFooter = R"(Examples:
@@ -156,7 +185,8 @@ int run(int argc, char** argv) {
                                add_kv(app, argc, argv),
                                add_plot(app),
                                add_report(app),
-                               add_compare(app),  add_gemm_ar(app, argc, argv)};
+                               add_compare(app),
+                               add_gemm_ar(app, argc, argv)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

@@ -7,6 +7,7 @@
 #include "backend/backend.hpp"
 #include "core/record.hpp"
 #include "report/report.hpp"
+#include "runtime/runtime.hpp"
 
 namespace CLI {
 class App;
@@ -57,6 +58,19 @@ void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min
 std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
                             double default_factor);
 std::vector<std::string> split_list(const std::string& s);
+
+// The set-up every multi-rank command shares: --ranks re-executes under
+// mpiexec, MPI starts, the rank count is checked, `validate` runs on every
+// rank, and -o is opened on rank 0 (a bad path fails on every rank alike).
+struct Ranked {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Runtime> rt;
+  std::unique_ptr<Output> out;  // rank 0 only
+  // Fills the environment, prints from rank 0 only, returns the exit code.
+  int report(Report r, const CommonOptions& opts);
+};
+Ranked start_ranked(const CommonOptions& opts, int ranks, int argc, char** argv,
+                    const std::function<void(Runtime&)>& validate);
 
 // A subcommand: its CLI11 app and what runs when it was chosen.
 struct Command {

@@ -70,35 +70,17 @@ Params params_of(const CollArgs& a, const CollConfig& c, int nranks) {
 }
 
 int run_coll_command(const CollArgs& a, int argc, char** argv) {
-  if (a.ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(a.ranks, argc, argv);
   parse_collectives(a.collective);  // bad names fail before MPI starts
   parse_dtypes(a.dtypes);
   parse_redops(a.redops);
-  auto backend = make_backend(a.common.backend);
-  auto rt = make_mpi_runtime();
-  if (a.ranks > 0 && a.ranks != rt->size())
-    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", a.ranks, rt->size()));
-  const CollConfig cfg = to_config(a, rt->size());
-  std::unique_ptr<Output> out;
-  std::string err;
-  if (rt->root()) {
-    try {
-      out = std::make_unique<Output>(a.common);
-    } catch (const UsageError& e) {
-      err = e.what();
-    }
-  }
-  err = rt->agree(err);
-  if (!err.empty()) throw UsageError(err);
-  auto comm = make_mpi_communicator(*rt);
-  CollResult res = run_coll(*rt, *comm, *backend, cfg);
-  if (!rt->root()) return exit_code(Report{"coll", {}, {}, res.records, {}});
-  EnvInfo env = env_of(*backend);
-  env.ranks = rt->size();
-  Report report{"coll", env, params_of(a, cfg, rt->size()), std::move(res.records),
-                std::move(res.summary)};
-  out->emit([&](Format f) { return format_report(report, f); });
-  return finish(report, a.common);
+  CollConfig cfg;
+  Ranked r = start_ranked(a.common, a.ranks, argc, argv,
+                          [&](Runtime& rt) { cfg = to_config(a, rt.size()); });
+  auto comm = make_mpi_communicator(*r.rt);
+  CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg);
+  return r.report(
+      {"coll", {}, params_of(a, cfg, r.rt->size()), std::move(res.records), std::move(res.summary)},
+      a.common);
 }
 
 }  // namespace

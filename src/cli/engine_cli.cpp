@@ -38,7 +38,8 @@ void log_line(const std::string& s) { std::fprintf(stderr, "engine: %s\n", s.c_s
 // then a dying client cannot take the server's UCX endpoints down with it.
 // On one host with shared memory, no error mode, so UCX may pick it.
 bool auto_peer_errors(const std::string& host) {
-  const bool local = host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  const bool local =
+      host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
   if (!local) return true;
   const char* tls = std::getenv("UCX_TLS");
   if (!tls || !*tls) return false;
@@ -73,7 +74,7 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.check = !a.no_check;
   c.timeout_s = a.timeout;
   c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
-  engine_blocks(c);  // validates
+  engine_blocks(c);                      // validates
   return c;
 }
 

@@ -19,31 +19,16 @@ struct GemmArgs {
 };
 
 int run_gemm_ar_command(GemmArgs& a, int argc, char** argv) {
-  if (a.ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(a.ranks, argc, argv);
   a.cfg.mode = a.mode == "pipelined"    ? GemmArMode::pipelined
                : a.mode == "sequential" ? GemmArMode::sequential
                                         : GemmArMode::all;
   a.cfg.check = !a.no_check;
-  auto backend = make_backend(a.common.backend);
-  auto rt = make_mpi_runtime();
-  if (a.ranks > 0 && a.ranks != rt->size())
-    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", a.ranks, rt->size()));
-  validate_gemm_ar(*rt, a.cfg);
-  std::unique_ptr<Output> out;
-  std::string err;
-  if (rt->root()) {
-    try {
-      out = std::make_unique<Output>(a.common);
-    } catch (const UsageError& e) {
-      err = e.what();
-    }
-  }
-  err = rt->agree(err);
-  if (!err.empty()) throw UsageError(err);
-  GemmArResult res = run_gemm_ar(*rt, a.cfg);
+  Ranked r = start_ranked(a.common, a.ranks, argc, argv,
+                          [&](Runtime& rt) { validate_gemm_ar(rt, a.cfg); });
+  GemmArResult res = run_gemm_ar(*r.rt, a.cfg);
   const auto& s = a.cfg.shape;
   Report report{"gemm-ar",
-                env_of(*backend),
+                {},
                 {{"M", s.M},
                  {"K", s.K},
                  {"N", s.N},
@@ -59,9 +44,7 @@ int run_gemm_ar_command(GemmArgs& a, int argc, char** argv) {
                  {"warmup", std::int64_t{a.cfg.warmup}}},
                 std::move(res.records),
                 std::move(res.summary)};
-  report.env.ranks = rt->size();
-  if (rt->root()) out->emit([&](Format f) { return format_report(report, f); });
-  return finish(report, a.common);
+  return r.report(std::move(report), a.common);
 }
 
 }  // namespace

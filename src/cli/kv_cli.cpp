@@ -41,34 +41,16 @@ KvConfig to_config(const KvArgs& a) {
 }
 
 int run_kv_command(const KvArgs& a, int argc, char** argv) {
-  if (a.ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(a.ranks, argc, argv);
   const KvConfig cfg = to_config(a);
-  auto backend = make_backend(a.common.backend);
-  auto rt = make_mpi_runtime();
-  if (a.ranks > 0 && a.ranks != rt->size())
-    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", a.ranks, rt->size()));
-  validate_kv(*rt, cfg);
-  std::unique_ptr<Output> out;
-  std::string err;
-  if (rt->root()) {
-    try {
-      out = std::make_unique<Output>(a.common);
-    } catch (const UsageError& e) {
-      err = e.what();
-    }
-  }
-  err = rt->agree(err);
-  if (!err.empty()) throw UsageError(err);
-  std::vector<Record> recs = run_kv(*rt, cfg);
-  Report report{"kv", env_of(*backend), {}, std::move(recs), {}};
-  report.env.ranks = rt->size();
-  report.params = {{"block_bytes", static_cast<std::int64_t>(cfg.block_bytes)},
-                   {"blocks", a.blocks},
-                   {"iters", static_cast<std::int64_t>(cfg.iters)},
-                   {"warmup", static_cast<std::int64_t>(cfg.warmup)},
-                   {"check", cfg.check}};
-  if (rt->root()) out->emit([&](Format f) { return format_report(report, f); });
-  return finish(report, a.common);
+  Ranked r =
+      start_ranked(a.common, a.ranks, argc, argv, [&](Runtime& rt) { validate_kv(rt, cfg); });
+  std::vector<Record> recs = run_kv(*r.rt, cfg);
+  const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg.block_bytes)},
+                         {"blocks", a.blocks},
+                         {"iters", static_cast<std::int64_t>(cfg.iters)},
+                         {"warmup", static_cast<std::int64_t>(cfg.warmup)},
+                         {"check", cfg.check}};
+  return r.report({"kv", {}, params, std::move(recs), {}}, a.common);
 }
 
 }  // namespace

@@ -64,31 +64,12 @@ Params params_of(const RemoteArgs& a, const RemoteConfig& c) {
 }
 
 int run_remote_command(const RemoteArgs& a, int argc, char** argv) {
-  if (a.ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(a.ranks, argc, argv);
   const RemoteConfig cfg = to_config(a);
-  auto backend = make_backend(a.common.backend);
-  auto rt = make_mpi_runtime();
-  if (a.ranks > 0 && a.ranks != rt->size())
-    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", a.ranks, rt->size()));
-  validate_remote(*rt, cfg);
-  std::unique_ptr<Output> out;
-  std::string err;
-  if (rt->root()) {
-    try {
-      out = std::make_unique<Output>(a.common);
-    } catch (const UsageError& e) {
-      err = e.what();
-    }
-  }
-  err = rt->agree(err);
-  if (!err.empty()) throw UsageError(err);
-  RemoteResult res = run_remote(*rt, *backend, cfg);
-  if (!rt->root()) return 0;
-  EnvInfo env = env_of(*backend);
-  env.ranks = rt->size();
-  Report report{"remote", env, params_of(a, cfg), std::move(res.records), std::move(res.summary)};
-  out->emit([&](Format f) { return format_report(report, f); });
-  return finish(report, a.common);
+  Ranked r =
+      start_ranked(a.common, a.ranks, argc, argv, [&](Runtime& rt) { validate_remote(rt, cfg); });
+  RemoteResult res = run_remote(*r.rt, *r.backend, cfg);
+  return r.report({"remote", {}, params_of(a, cfg), std::move(res.records), std::move(res.summary)},
+                  a.common);
 }
 
 }  // namespace

@@ -10,23 +10,10 @@
 
 #include "coll/communicator.hpp"
 #include "core/error.hpp"
+#include "runtime/mpi_check.hpp"
 
 namespace xb {
 namespace {
-
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw RuntimeError(fmt::format("{} failed: {}", what, msg));
-}
-
-int count_of(std::size_t n) {
-  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw RuntimeError("MPI counts are limited to 2^31-1 elements");
-  return static_cast<int>(n);
-}
 
 template <DType T>
 float load16(const std::uint16_t v) {
@@ -74,16 +61,16 @@ MPI_User_function* user_fn(RedOp op) {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    check(MPI_Type_contiguous(2, MPI_BYTE, &two_bytes_), "MPI_Type_contiguous");
-    check(MPI_Type_commit(&two_bytes_), "MPI_Type_commit");
+    mpi_check(MPI_Type_contiguous(2, MPI_BYTE, &two_bytes_), "MPI_Type_contiguous");
+    mpi_check(MPI_Type_commit(&two_bytes_), "MPI_Type_commit");
     for (int t = 0; t < 2; ++t)
       for (int o = 0; o < 4; ++o) {
         auto* fn = t == 0 ? user_fn<DType::half>(static_cast<RedOp>(o))
                           : user_fn<DType::bf16>(static_cast<RedOp>(o));
-        check(MPI_Op_create(fn, 1, &user_ops_[t][o]), "MPI_Op_create");
+        mpi_check(MPI_Op_create(fn, 1, &user_ops_[t][o]), "MPI_Op_create");
       }
   }
   ~MpiCommunicator() override {
@@ -100,27 +87,28 @@ class MpiCommunicator final : public Communicator {
   std::size_t inplace_result_offset(CollOp, std::size_t) const override { return 0; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
-    check(MPI_Allreduce(in_place(send, recv), recv, count_of(count), type(t), mpi_op(t, op), comm_),
-          "MPI_Allreduce");
+    mpi_check(
+        MPI_Allreduce(in_place(send, recv), recv, mpi_count(count), type(t), mpi_op(t, op), comm_),
+        "MPI_Allreduce");
     finish_avg(recv, count, t, op);
   }
   void allgather(const void* send, void* recv, std::size_t n, DType t) override {
     // In place (nccl-tests): this rank's part already sits at its slot of recv.
     const bool ip = send == static_cast<const char*>(recv) +
                                 static_cast<std::size_t>(rank_) * n * dtype_size(t);
-    check(MPI_Allgather(ip ? MPI_IN_PLACE : send, ip ? 0 : count_of(n), type(t), recv, count_of(n),
-                        type(t), comm_),
-          "MPI_Allgather");
+    mpi_check(MPI_Allgather(ip ? MPI_IN_PLACE : send, ip ? 0 : mpi_count(n), type(t), recv,
+                            mpi_count(n), type(t), comm_),
+              "MPI_Allgather");
   }
   void reducescatter(const void* send, void* recv, std::size_t n, DType t, RedOp op) override {
-    check(MPI_Reduce_scatter_block(in_place(send, recv), recv, count_of(n), type(t), mpi_op(t, op),
-                                   comm_),
-          "MPI_Reduce_scatter_block");
+    mpi_check(MPI_Reduce_scatter_block(in_place(send, recv), recv, mpi_count(n), type(t),
+                                       mpi_op(t, op), comm_),
+              "MPI_Reduce_scatter_block");
     finish_avg(recv, n, t, op);
   }
   void broadcast(const void* send, void* recv, std::size_t n, DType t, int root) override {
     if (rank_ == root && send != recv) std::memcpy(recv, send, n * dtype_size(t));
-    check(MPI_Bcast(recv, count_of(n), type(t), root, comm_), "MPI_Bcast");
+    mpi_check(MPI_Bcast(recv, mpi_count(n), type(t), root, comm_), "MPI_Bcast");
   }
   void reduce(const void* send, void* recv, std::size_t n, DType t, RedOp op, int root) override {
     const void* s = send;
@@ -139,25 +127,25 @@ class MpiCommunicator final : public Communicator {
     } else if (send == recv) {
       r = nullptr;  // recvbuf matters only at the root; it must not alias sendbuf
     }
-    check(MPI_Reduce(s, r, count_of(n), type(t), mpi_op(t, op), root, comm_), "MPI_Reduce");
+    mpi_check(MPI_Reduce(s, r, mpi_count(n), type(t), mpi_op(t, op), root, comm_), "MPI_Reduce");
     if (rank_ == root) finish_avg(recv, n, t, op);
   }
   void alltoall(const void* send, void* recv, std::size_t n, DType t) override {
     const bool ip = send == recv;
-    check(MPI_Alltoall(ip ? MPI_IN_PLACE : send, ip ? 0 : count_of(n), type(t), recv, count_of(n),
-                       type(t), comm_),
-          "MPI_Alltoall");
+    mpi_check(MPI_Alltoall(ip ? MPI_IN_PLACE : send, ip ? 0 : mpi_count(n), type(t), recv,
+                           mpi_count(n), type(t), comm_),
+              "MPI_Alltoall");
   }
   void sendrecv(const void* send, void* recv, std::size_t n, DType t) override {
     const int to = (rank_ + 1) % size_, from = (rank_ + size_ - 1) % size_;
     if (send == recv) {
-      check(MPI_Sendrecv_replace(recv, count_of(n), type(t), to, 0, from, 0, comm_,
-                                 MPI_STATUS_IGNORE),
-            "MPI_Sendrecv_replace");
+      mpi_check(MPI_Sendrecv_replace(recv, mpi_count(n), type(t), to, 0, from, 0, comm_,
+                                     MPI_STATUS_IGNORE),
+                "MPI_Sendrecv_replace");
     } else {
-      check(MPI_Sendrecv(send, count_of(n), type(t), to, 0, recv, count_of(n), type(t), from, 0,
-                         comm_, MPI_STATUS_IGNORE),
-            "MPI_Sendrecv");
+      mpi_check(MPI_Sendrecv(send, mpi_count(n), type(t), to, 0, recv, mpi_count(n), type(t), from,
+                             0, comm_, MPI_STATUS_IGNORE),
+                "MPI_Sendrecv");
     }
   }
   void synchronize() override {}

@@ -7,24 +7,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "runtime/mpi_check.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {
 namespace {
-
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw RuntimeError(fmt::format("{} failed: {}", what, msg));
-}
-
-int count_of(Bytes n) {
-  if (n > static_cast<Bytes>(std::numeric_limits<int>::max()))
-    throw RuntimeError("one MPI message is limited to 2 GiB");
-  return static_cast<int>(n);
-}
 
 // MPI counts are int: one-sided transfers go in pieces of at most 1 GiB.
 constexpr Bytes kPiece = 1ULL << 30;
@@ -42,9 +29,9 @@ class MpiRequest final : public Window::Request {
     MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
   }
   void wait() override {
-    check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
-          "MPI_Waitall");
-    check(MPI_Win_flush(rank_, win_), "MPI_Win_flush");  // complete at the target too
+    mpi_check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+    mpi_check(MPI_Win_flush(rank_, win_), "MPI_Win_flush");  // complete at the target too
   }
 
  private:
@@ -64,12 +51,12 @@ class MpiWindow final : public Window {
     // wrong place in windows of some other sizes (e.g. 100008 bytes).
     const auto bytes = static_cast<MPI_Aint>((size + 4095) / 4096 * 4096);
     if (t == Transport::shm) {
-      check(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_),
-            "MPI_Win_allocate_shared");
+      mpi_check(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_),
+                "MPI_Win_allocate_shared");
     } else {
-      check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
+      mpi_check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
     }
-    check(MPI_Win_lock_all(0, win_), "MPI_Win_lock_all");
+    mpi_check(MPI_Win_lock_all(0, win_), "MPI_Win_lock_all");
   }
   ~MpiWindow() override {
     MPI_Win_unlock_all(win_);
@@ -83,27 +70,30 @@ class MpiWindow final : public Window {
     MPI_Aint sz = 0;
     int disp = 0;
     void* p = nullptr;
-    check(MPI_Win_shared_query(win_, rank, &sz, &disp, &p), "MPI_Win_shared_query");
+    mpi_check(MPI_Win_shared_query(win_, rank, &sz, &disp, &p), "MPI_Win_shared_query");
     return static_cast<std::byte*>(p);
   }
   void get(std::byte* dst, int rank, Bytes offset, Bytes n) override {
     in_pieces(n, [&](Bytes o, int c) {
-      check(MPI_Get(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_), "MPI_Get");
+      mpi_check(MPI_Get(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_),
+                "MPI_Get");
     });
-    check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
+    mpi_check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
   }
   void put(const std::byte* src, int rank, Bytes offset, Bytes n) override {
     in_pieces(n, [&](Bytes o, int c) {
-      check(MPI_Put(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_), "MPI_Put");
+      mpi_check(MPI_Put(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_),
+                "MPI_Put");
     });
-    check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
+    mpi_check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
   }
   std::unique_ptr<Request> rget(std::byte* dst, int rank, Bytes offset, Bytes n) override {
     std::vector<MPI_Request> reqs;
     in_pieces(n, [&](Bytes o, int c) {
       reqs.push_back(MPI_REQUEST_NULL);
-      check(MPI_Rget(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
-            "MPI_Rget");
+      mpi_check(
+          MPI_Rget(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
+          "MPI_Rget");
     });
     return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
   }
@@ -111,12 +101,13 @@ class MpiWindow final : public Window {
     std::vector<MPI_Request> reqs;
     in_pieces(n, [&](Bytes o, int c) {
       reqs.push_back(MPI_REQUEST_NULL);
-      check(MPI_Rput(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
-            "MPI_Rput");
+      mpi_check(
+          MPI_Rput(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
+          "MPI_Rput");
     });
     return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
   }
-  void sync() override { check(MPI_Win_sync(win_), "MPI_Win_sync"); }
+  void sync() override { mpi_check(MPI_Win_sync(win_), "MPI_Win_sync"); }
 
  private:
   Transport transport_;
@@ -132,13 +123,14 @@ class MpiRuntime final : public Runtime {
     MPI_Initialized(&initialised);
     if (!initialised) {
       int provided = 0;
-      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+                "MPI_Init_thread");
       owns_ = true;
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_),
-          "MPI_Comm_split_type");
+    mpi_check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_),
+              "MPI_Comm_split_type");
     int node_size = 0;
     MPI_Comm_size(node_, &node_size);
     int all_local = node_size == size_ ? 1 : 0;
@@ -152,33 +144,33 @@ class MpiRuntime final : public Runtime {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   bool single_host() const override { return single_host_; }
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void barrier() override { mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
   void barrier(const std::function<void()>& progress) override {
     MPI_Request req;
-    check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+    mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
     for (int done = 0; !done;) {
       progress();
-      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
   }
   void broadcast(std::span<std::byte> data, int root) override {
-    check(MPI_Bcast(data.data(), count_of(data.size()), MPI_BYTE, root, MPI_COMM_WORLD),
-          "MPI_Bcast");
+    mpi_check(MPI_Bcast(data.data(), mpi_count(data.size()), MPI_BYTE, root, MPI_COMM_WORLD),
+              "MPI_Bcast");
   }
   std::vector<std::string> allgather(const std::string& mine) override {
     int len = static_cast<int>(mine.size());
     std::vector<int> lens(static_cast<std::size_t>(size_)), offs(static_cast<std::size_t>(size_));
-    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
-          "MPI_Allgather");
+    mpi_check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
+              "MPI_Allgather");
     int total = 0;
     for (int i = 0; i < size_; ++i) {
       offs[static_cast<std::size_t>(i)] = total;
       total += lens[static_cast<std::size_t>(i)];
     }
     std::string all(static_cast<std::size_t>(total), '\0');
-    check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR,
-                         MPI_COMM_WORLD),
-          "MPI_Allgatherv");
+    mpi_check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(),
+                             MPI_CHAR, MPI_COMM_WORLD),
+              "MPI_Allgatherv");
     std::vector<std::string> out;
     for (int i = 0; i < size_; ++i)
       out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(i)]),
@@ -187,8 +179,9 @@ class MpiRuntime final : public Runtime {
   }
   void reduce(std::span<double> v, Reduce how) override {
     const MPI_Op op = how == Reduce::max ? MPI_MAX : how == Reduce::min ? MPI_MIN : MPI_SUM;
-    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), count_of(v.size()), MPI_DOUBLE, op, MPI_COMM_WORLD),
-          "MPI_Allreduce");
+    mpi_check(
+        MPI_Allreduce(MPI_IN_PLACE, v.data(), mpi_count(v.size()), MPI_DOUBLE, op, MPI_COMM_WORLD),
+        "MPI_Allreduce");
   }
   std::unique_ptr<Window> allocate_window(Bytes size, Transport t) override {
     if (t == Transport::shm && !single_host_)
