@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iostream>
 
+#include <xferbench/version.hpp>
+
 #include "core/error.hpp"
 #include "core/sweep.hpp"
 #include "core/sysinfo.hpp"
@@ -166,6 +168,9 @@ constexpr const char* kFooter = R"(Examples:
   mpiexec -n 2 xferbench remote        get from a peer rank: core (staged) vs dma (engine)
   mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
   xferbench engine selftest            UCX transfer engine, server and client in one process
+  mpiexec -n 3 xferbench kv            KV-cache block get/put among ranks
+  mpiexec -n 2 xferbench gemm-ar       fused GEMM + AllReduce, overlap of compute and communication
+  xferbench plot a.json -o a.png       charts; `report` for an HTML page, `compare` for a CI gate
 
 Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
 
@@ -173,7 +178,7 @@ Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
 
 int run(int argc, char** argv) {
   CLI::App app{"xferbench: how fast data moves in accelerator systems", "xferbench"};
-  app.set_version_flag("--version", fmt::format("xferbench {}", "0.1.0"));
+  app.set_version_flag("--version", fmt::format("xferbench {} ({})", kVersion, kGitDescribe));
   app.require_subcommand(1);
   app.footer(kFooter);
   std::vector<Command> cmds = {add_list(app),
