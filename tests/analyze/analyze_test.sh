@@ -69,11 +69,13 @@ bad_input)
   echo '{"schema":"other/2","results":[{}]}' >"$tmp/other.json"
   echo '{"schema":"xferbench/1","command":"copy","results":[]}' >"$tmp/empty.json"
   "$xb" copy -t d2d -s 4K -n 2 --format json -o "$tmp/good.json" -q
-  for cmd in "plot X -o $tmp/x.png" "report X -o $tmp/x.html" "compare X $tmp/good.json" "compare $tmp/good.json X"; do
-    expect2 "is not a JSON document" $xb ${cmd//X/$tmp/bad.json}
-    expect2 "has schema \"other/2\" but this xferbench reads xferbench/1" $xb ${cmd//X/$tmp/other.json}
-    expect2 "has no results" $xb ${cmd//X/$tmp/empty.json}
-    expect2 "cannot read $tmp/missing.json" $xb ${cmd//X/$tmp/missing.json}
+  # @F@ stands for the file under test (mktemp names may contain any letter).
+  for cmd in "plot @F@ -o $tmp/x.png" "report @F@ -o $tmp/x.html" "compare @F@ $tmp/good.json" \
+             "compare $tmp/good.json @F@"; do
+    expect2 "is not a JSON document" $xb ${cmd//@F@/$tmp/bad.json}
+    expect2 "has schema \"other/2\" but this xferbench reads xferbench/1" $xb ${cmd//@F@/$tmp/other.json}
+    expect2 "has no results" $xb ${cmd//@F@/$tmp/empty.json}
+    expect2 "cannot read $tmp/missing.json" $xb ${cmd//@F@/$tmp/missing.json}
   done
   expect2 "--threshold 'lots' must be like 5%" "$xb" compare "$tmp/good.json" "$tmp/good.json" --threshold lots
   expect2 "-o must end in .png or .svg" "$xb" plot "$tmp/good.json" -o "$tmp/x.gif"
