@@ -38,6 +38,9 @@ test-asan: deps
 
 bench: build
 	bench/host_copy_vs_memcpy.sh $(XB)
+	bench/remote_vs_mpi_get.sh $(XB)
+	bench/coll_vs_mpi_allreduce.sh $(XB)
+	bench/engine_vs_ucx_perftest.sh $(XB)
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
