@@ -45,9 +45,13 @@ std::string table_header(const Report& r) {
         "median iteration, {} over ranks\n",
         agg);
   } else if (r.command == "gemm-ar") {
-    out += "time in us: each iteration's time is the max over ranks; median over the timed iterations\n";
+    out +=
+        "time in us: each iteration's time is the max over ranks; median over the timed "
+        "iterations\n";
   } else if (r.command == "engine" || r.command == "kv") {
-    out += "GB/s = bytes of a loop (kv: a round) / its time, decimal (1e9 B/s); median over the timed loops\n";
+    out +=
+        "GB/s = bytes of a loop (kv: a round) / its time, decimal (1e9 B/s); median over the timed "
+        "loops\n";
   } else {
     out +=
         "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
@@ -181,7 +185,8 @@ std::string table_footer(const Report& r) {
 std::string format_table(const Report& r) {
   if (r.command == "remote") return table_header(r) + remote_tables(r) + table_footer(r);
   if (r.command == "coll") return table_header(r) + coll_tables(r) + table_footer(r);
-  if (r.command == "engine" || r.command == "kv") return table_header(r) + engine_tables(r) + table_footer(r);
+  if (r.command == "engine" || r.command == "kv")
+    return table_header(r) + engine_tables(r) + table_footer(r);
   if (r.command == "gemm-ar") return table_header(r) + gemm_tables(r) + table_footer(r);
   std::string out = table_header(r);
   std::vector<std::tuple<std::string, int, int, std::string>> order;

@@ -16,20 +16,11 @@ std::string text_of(const Record& r, const char* key) {
   return v ? field_text(*v) : "";
 }
 
-double number_of(const Record& r, const char* key) {
-  const FieldValue* v = find_field(r.extra, key);
-  if (!v) return 0;
-  if (std::holds_alternative<double>(*v)) return std::get<double>(*v);
-  if (std::holds_alternative<std::int64_t>(*v))
-    return static_cast<double>(std::get<std::int64_t>(*v));
-  return 0;
-}
-
 std::string placement(const Record* r) {
   if (!r) return fmt::format(" {:>10} {:>8} {:>8} {:>7}", "-", "-", "-", "-");
-  const auto wrong = static_cast<std::int64_t>(number_of(*r, "wrong"));
+  const auto wrong = static_cast<std::int64_t>(field_number(*r, "wrong"));
   return fmt::format(" {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", r->time_us.median,
-                     number_of(*r, "algbw"), number_of(*r, "busbw"),
+                     field_number(*r, "algbw"), field_number(*r, "busbw"),
                      wrong < 0 ? std::string("N/A") : std::to_string(wrong));
 }
 

@@ -9,15 +9,6 @@
 namespace xb {
 namespace {
 
-double num(const Record& r, const char* key) {
-  const FieldValue* v = find_field(r.extra, key);
-  if (!v) return -1;
-  if (std::holds_alternative<double>(*v)) return std::get<double>(*v);
-  if (std::holds_alternative<std::int64_t>(*v))
-    return static_cast<double>(std::get<std::int64_t>(*v));
-  return -1;
-}
-
 std::string text(const Record& r, const char* key) {
   const FieldValue* v = find_field(r.extra, key);
   return v ? field_text(*v) : "";
@@ -42,9 +33,11 @@ std::string table(const std::vector<const Record*>& rows) {
     out += fmt::format(
         "{:>12} {:>9} {:>6} {:>10.2f} {:>10.2f} {:>11.3f} {:>11.2f} {:>11.2f} {:>11.2f}",
         text(*r, "block"), text(*r, "requests"), r->iters, r->gbps_median, r->gbps_max,
-        r->time_us.median / 1e3, num(*r, "lat_p50_us"), num(*r, "lat_p99_us"),
-        num(*r, "lat_max_us"));
-    if (async) out += fmt::format(" {:>11.2f} {:>11.2f}", num(*r, "submit_us"), num(*r, "wait_us"));
+        r->time_us.median / 1e3, field_number(*r, "lat_p50_us"), field_number(*r, "lat_p99_us"),
+        field_number(*r, "lat_max_us"));
+    if (async)
+      out += fmt::format(" {:>11.2f} {:>11.2f}", field_number(*r, "submit_us"),
+                         field_number(*r, "wait_us"));
     out += fmt::format(" {:>6}\n", !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
   }
   return out;

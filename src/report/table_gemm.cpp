@@ -18,14 +18,7 @@ std::string gemm_tables(const Report& r) {
                        rec.time_us.median, rec.time_us.min, rec.time_us.max, rec.time_us.cv * 100);
   }
   if (!sum) return out;
-  auto num = [&](const char* k) -> double {
-    const FieldValue* v = find_field(sum->extra, k);
-    if (!v) return -1;
-    if (std::holds_alternative<double>(*v)) return std::get<double>(*v);
-    if (std::holds_alternative<std::int64_t>(*v))
-      return static_cast<double>(std::get<std::int64_t>(*v));
-    return -1;
-  };
+  auto num = [&](const char* k) { return field_number(*sum, k); };
   out += fmt::format("\nshape {}x{}x{} · {} tiles in {} waves · window {} per rank\n", num("M"),
                      num("K"), num("N"), num("tiles"), num("waves"),
                      format_capacity(static_cast<Bytes>(num("window_bytes"))));

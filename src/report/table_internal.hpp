@@ -15,5 +15,7 @@ std::string engine_tables(const Report& r);
 std::string gemm_tables(const Report& r);
 std::string field_text(const FieldValue& v);
 const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key);
+// A numeric family field of a record, or `missing` when absent or not a number.
+double field_number(const Record& r, const std::string& key, double missing = -1);
 
 }  // namespace xb

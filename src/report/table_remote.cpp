@@ -30,12 +30,16 @@ const FieldValue* find_field(const std::vector<Field>& fields, const std::string
   return nullptr;
 }
 
-namespace {
-
-double cycles_of(const Record& r) {
-  const FieldValue* v = find_field(r.extra, "cycles");
-  return v && std::holds_alternative<double>(*v) ? std::get<double>(*v) : 0.0;
+double field_number(const Record& r, const std::string& key, double missing) {
+  const FieldValue* v = find_field(r.extra, key);
+  if (!v) return missing;
+  if (std::holds_alternative<double>(*v)) return std::get<double>(*v);
+  if (std::holds_alternative<std::int64_t>(*v))
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return missing;
 }
+
+namespace {
 
 std::string one_op(const std::string& op, const std::vector<const Record*>& recs,
                    const Report& rep) {
@@ -74,7 +78,7 @@ std::string one_op(const std::string& op, const std::vector<const Record*>& recs
         if (r) note = fmt::format("  {}: {}", to_string(r->status), r->reason);
       } else {
         out += fmt::format(" {:>10.2f} {:>10.2f} {:>12.1f}", r->gbps_median, r->time_us.median,
-                           cycles_of(*r));
+                           field_number(*r, "cycles", 0.0));
       }
       check += (check.empty() ? "" : "/") + std::string(!r || !r->verified ? "-"
                                                         : *r->verified     ? "ok"
