@@ -62,14 +62,9 @@ std::string one_collective(const std::string& op, const std::vector<const Record
 }  // namespace
 
 std::string coll_tables(const Report& r) {
-  std::vector<std::string> ops;
-  std::map<std::string, std::vector<const Record*>> by_op;
-  for (const auto& rec : r.results) {
-    if (!by_op.count(rec.kase)) ops.push_back(rec.kase);
-    by_op[rec.kase].push_back(&rec);
-  }
+  const CaseGroups g = group_by_case(r);
   std::string out;
-  for (const auto& op : ops) out += one_collective(op, by_op[op], r);
+  for (const auto& op : g.order) out += one_collective(op, g.by_case.at(op), r);
   return out;
 }
 

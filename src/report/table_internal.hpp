@@ -1,6 +1,8 @@
 #pragma once
 // Shared pieces of the table reporter, one file per benchmark family.
+#include <map>
 #include <string>
+#include <vector>
 
 #include "report/report.hpp"
 
@@ -15,6 +17,13 @@ std::string engine_tables(const Report& r);
 std::string gemm_tables(const Report& r);
 std::string field_text(const FieldValue& v);
 const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key);
+// Records grouped by case, cases in the order they first appear.
+struct CaseGroups {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Record*>> by_case;
+};
+CaseGroups group_by_case(const Report& r);
+
 // A numeric family field of a record, or `missing` when absent or not a number.
 double field_number(const Record& r, const std::string& key, double missing = -1);
 

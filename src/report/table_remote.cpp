@@ -39,6 +39,15 @@ double field_number(const Record& r, const std::string& key, double missing) {
   return missing;
 }
 
+CaseGroups group_by_case(const Report& r) {
+  CaseGroups g;
+  for (const auto& rec : r.results) {
+    if (!g.by_case.count(rec.kase)) g.order.push_back(rec.kase);
+    g.by_case[rec.kase].push_back(&rec);
+  }
+  return g;
+}
+
 namespace {
 
 std::string one_op(const std::string& op, const std::vector<const Record*>& recs,
@@ -92,16 +101,11 @@ std::string one_op(const std::string& op, const std::vector<const Record*>& recs
 }  // namespace
 
 std::string remote_tables(const Report& r) {
-  std::vector<std::string> ops;
-  std::map<std::string, std::vector<const Record*>> by_op;
-  for (const auto& rec : r.results) {
-    if (!by_op.count(rec.kase)) ops.push_back(rec.kase);
-    by_op[rec.kase].push_back(&rec);
-  }
+  const CaseGroups g = group_by_case(r);
   std::string out =
       "latency = median time per transfer; cycles = mean counter cycles per transfer, read by the "
       "issuing rank\n";
-  for (const auto& op : ops) out += one_op(op, by_op[op], r);
+  for (const auto& op : g.order) out += one_op(op, g.by_case.at(op), r);
   return out;
 }
 

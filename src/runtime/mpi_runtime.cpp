@@ -88,28 +88,29 @@ class MpiWindow final : public Window {
     mpi_check(MPI_Win_flush(rank, win_), "MPI_Win_flush");
   }
   std::unique_ptr<Request> rget(std::byte* dst, int rank, Bytes offset, Bytes n) override {
-    std::vector<MPI_Request> reqs;
-    in_pieces(n, [&](Bytes o, int c) {
-      reqs.push_back(MPI_REQUEST_NULL);
-      mpi_check(
-          MPI_Rget(dst + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
-          "MPI_Rget");
+    return post(rank, offset, n, "MPI_Rget", [&](Bytes o, int c, MPI_Aint at, MPI_Request* r) {
+      return MPI_Rget(dst + o, c, MPI_BYTE, rank, at, c, MPI_BYTE, win_, r);
     });
-    return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
   }
   std::unique_ptr<Request> rput(const std::byte* src, int rank, Bytes offset, Bytes n) override {
-    std::vector<MPI_Request> reqs;
-    in_pieces(n, [&](Bytes o, int c) {
-      reqs.push_back(MPI_REQUEST_NULL);
-      mpi_check(
-          MPI_Rput(src + o, c, MPI_BYTE, rank, disp(offset + o), c, MPI_BYTE, win_, &reqs.back()),
-          "MPI_Rput");
+    return post(rank, offset, n, "MPI_Rput", [&](Bytes o, int c, MPI_Aint at, MPI_Request* r) {
+      return MPI_Rput(src + o, c, MPI_BYTE, rank, at, c, MPI_BYTE, win_, r);
     });
-    return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
   }
   void sync() override { mpi_check(MPI_Win_sync(win_), "MPI_Win_sync"); }
 
  private:
+  // Starts one request-based op per piece; the Request waits for all.
+  template <class Start>
+  std::unique_ptr<Request> post(int rank, Bytes offset, Bytes n, const char* what, Start start) {
+    std::vector<MPI_Request> reqs;
+    in_pieces(n, [&](Bytes o, int c) {
+      reqs.push_back(MPI_REQUEST_NULL);
+      mpi_check(start(o, c, disp(offset + o), &reqs.back()), what);
+    });
+    return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
+  }
+
   Transport transport_;
   Bytes size_;
   void* base_ = nullptr;
