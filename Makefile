@@ -41,6 +41,7 @@ bench: build
 	bench/remote_vs_mpi_get.sh $(XB)
 	bench/coll_vs_mpi_allreduce.sh $(XB)
 	bench/engine_vs_ucx_perftest.sh $(XB)
+	bench/cuda_copy_vs_memcpy_async.sh $(XB)
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "backend/ascend/ascend_backend.hpp"
 #include "backend/host/host_backend.hpp"
 #include "core/error.hpp"
+#ifdef XFERBENCH_HAVE_CUDA
+#include "backend/cuda/cuda_backend.hpp"
+#endif
 
 namespace xb {
 
@@ -21,12 +25,29 @@ const char* to_string(MemKind k) {
 
 const char* to_string(Method m) { return m == Method::dma ? "dma" : "core"; }
 
+std::string Backend::export_buffer(const Buffer&) {
+  throw NotSupported(fmt::format("the {} backend cannot share device memory between processes",
+                                 name()));
+}
+
+std::unique_ptr<Buffer> Backend::import_buffer(const std::string&, int, Bytes) {
+  throw NotSupported(fmt::format("the {} backend cannot share device memory between processes",
+                                 name()));
+}
+
+// `auto` prefers an accelerator, then the host.
 std::vector<BackendStatus> probe_backends() {
-  return {
-      {"host", true, ""},
-      {"cuda", false, "not built: this binary was configured without the CUDA backend"},
-      {"ascend", false, "not built: the Ascend backend is not part of this version"},
-  };
+  std::vector<BackendStatus> out;
+#ifdef XFERBENCH_HAVE_CUDA
+  out.push_back(probe_cuda());
+#else
+  out.push_back({"cuda", false,
+                 "not built: configured without the CUDA backend (XFERBENCH_WITH_CUDA=OFF or no "
+                 "nvcc/NCCL at configure time)"});
+#endif
+  out.push_back(probe_ascend());
+  out.push_back({"host", true, ""});
+  return out;
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
@@ -35,6 +56,10 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
       if (b.available) return make_backend(b.name);
   }
   if (name == "host") return make_host_backend();
+  if (name == "ascend") return make_ascend_backend();
+#ifdef XFERBENCH_HAVE_CUDA
+  if (name == "cuda") return make_cuda_backend();
+#endif
   for (const auto& b : probe_backends())
     if (b.name == name)
       throw UsageError(fmt::format("backend '{}' is not available: {}", name, b.reason));

@@ -24,6 +24,7 @@ struct DeviceInfo {
   std::string name;
   int numa = -1;     // NUMA node the device's memory sits on
   Bytes memory = 0;  // capacity in bytes, 0 when unknown
+  double clock_hz = 0;  // the clock its cycle counts use, 0 when none
 };
 
 // Memory owned by a backend. data() is the address the backend's copiers use;
@@ -82,8 +83,8 @@ struct CopyTiming {
 };
 
 struct CopierOptions {
-  int threads = 1;         // cores/workers one copy is split over
-  Bytes tile = 64 * 1024;  // staging tile of the core method
+  int threads = 0;         // cores/workers (host) or thread blocks (GPU); 0: the backend's default
+  Bytes tile = 64 * 1024;  // staging tile of the core method; 0: direct (GPU backends)
 };
 
 // How one batch of copies is executed and timed: the copy method is a
@@ -119,6 +120,12 @@ class Backend {
   virtual std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
   virtual std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) = 0;
+
+  // Device memory shared with other processes of this host (CUDA IPC): an
+  // opaque handle of a device buffer, and a buffer mapping another process's
+  // handle on `device`. Backends without it throw NotSupported.
+  virtual std::string export_buffer(const Buffer& buf);
+  virtual std::unique_ptr<Buffer> import_buffer(const std::string& handle, int device, Bytes size);
 };
 
 // What `list` shows about a backend that may not be usable here.

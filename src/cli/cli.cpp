@@ -55,6 +55,18 @@ int finish(const Report& report, const CommonOptions& opts) {
   return 1;
 }
 
+CommonOptions host_only(CommonOptions opts, const char* command) {
+  if (opts.backend == "auto") opts.backend = "host";
+  if (opts.backend != "host")
+    throw UsageError(fmt::format("{} runs on the host backend only in this version (not {})",
+                                 command, opts.backend));
+  return opts;
+}
+
+Bytes parse_tile(const std::string& text) {
+  return text == "0" ? 0 : parse_size(text, "--tile size");
+}
+
 EnvInfo env_of(const Backend& backend) {
   EnvInfo env;
   env.host = host_name();

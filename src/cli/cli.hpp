@@ -53,6 +53,13 @@ struct SizeArgs {
 };
 void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
                       const std::string& default_max, const std::string& default_factor);
+// Commands that move host memory only (kv, engine, gemm-ar): `auto` means
+// host; another backend is a UsageError naming the command.
+CommonOptions host_only(CommonOptions opts, const char* command);
+
+// --tile: a size, or 0 (direct copies, no staging tile, on GPU backends).
+Bytes parse_tile(const std::string& text);
+
 // The sizes asked for, or the default sweep MIN..MAX by FACTOR. Throws
 // UsageError for malformed sizes or -s mixed with a sweep.
 std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,

@@ -76,7 +76,7 @@ int run_coll_command(const CollArgs& a, int argc, char** argv) {
   CollConfig cfg;
   Ranked r = start_ranked(a.common, a.ranks, argc, argv,
                           [&](Runtime& rt) { cfg = to_config(a, rt.size()); });
-  auto comm = make_mpi_communicator(*r.rt);
+  auto comm = make_communicator(*r.rt, *r.backend);
   CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg);
   return r.report(
       {"coll", {}, params_of(a, cfg, r.rt->size()), std::move(res.records), std::move(res.summary)},

@@ -19,7 +19,7 @@ struct CopyArgs {
   SizeArgs sizes;
   std::string tile = "64K", host_mem = "pinned";
   int device = -1, src = -1, dst = -1;
-  int warmup = 5, iters = 0, threads = 1;
+  int warmup = 5, iters = 0, threads = 0;
   bool bidir = false, no_check = false;
 };
 
@@ -82,7 +82,7 @@ CopyConfig to_config(const CopyArgs& a) {
   cfg.warmup = a.warmup;
   cfg.check = !a.no_check;
   cfg.copier.threads = a.threads;
-  cfg.copier.tile = parse_size(a.tile, "--tile size");
+  cfg.copier.tile = parse_tile(a.tile);
   cfg.host_mem = a.host_mem == "pageable" ? MemKind::pageable : MemKind::pinned;
   return cfg;
 }
@@ -147,10 +147,13 @@ Command add_copy(CLI::App& root) {
       ->default_str("5");
   app->add_option("-n,--iters", a.iters, "timed iterations (default 5 sweep, 40 fixed, 20 p2p)")
       ->check(CLI::Range(1, 1000000));
-  app->add_option("--threads", a.threads, "cores/workers one copy is split over")
-      ->check(CLI::Range(1, 1024))
-      ->default_str("1");
-  app->add_option("--tile", a.tile, "staging tile of the core method")
+  app->add_option("--threads", a.threads,
+                  "host: cores/workers one copy is split over (default 1); "
+                  "cuda: thread blocks of the core kernels (default 2 per SM)")
+      ->check(CLI::Range(1, 65535));
+  app->add_option("--tile", a.tile,
+                  "staging tile of the core method (cuda: shared memory per block, 0 = direct "
+                  "loads/stores)")
       ->type_name("SIZE")
       ->default_str("64K");
   app->add_option("--host-mem", a.host_mem, "host side of h2d/d2h: pinned or pageable")

@@ -127,7 +127,7 @@ int emit_engine(const CommonOptions& common, EngineRun run, const std::string& c
   Output out(common);
   EnvInfo env;
   env.host = "";
-  auto backend = make_backend(common.backend);
+  auto backend = make_backend(host_only(common, "engine").backend);
   env = env_of(*backend);
   Report report{command, env, std::move(params), std::move(run.records), std::move(run.summary)};
   out.emit([&](Format f) { return format_report(report, f); });
@@ -140,6 +140,7 @@ int run_client(const ClientArgs& a) {
   if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors(host);
   const std::string token = engine::load_token(a.token_file);
   if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
+  host_only(a.common, "engine");
   Output check_output(a.common);  // a bad -o fails before connecting
   const auto t0 = Clock::now();
   engine::ServerLink link(host, port, token, engine_digest(cfg), a.connect_timeout, 10);
@@ -174,6 +175,7 @@ int run_serve(const ServeArgs& a) {
 int run_selftest(const ClientArgs& a) {
   EngineClientConfig cfg = to_config(a);
   if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors("127.0.0.1");
+  host_only(a.common, "engine");
   Output check_output(a.common);
   engine::ServerConfig sc;
   sc.port = 0;

@@ -23,7 +23,8 @@ int run_gemm_ar_command(GemmArgs& a, int argc, char** argv) {
                : a.mode == "sequential" ? GemmArMode::sequential
                                         : GemmArMode::all;
   a.cfg.check = !a.no_check;
-  Ranked r = start_ranked(a.common, a.ranks, argc, argv,
+  const CommonOptions common = host_only(a.common, "gemm-ar");  // outlives the Output of `r`
+  Ranked r = start_ranked(common, a.ranks, argc, argv,
                           [&](Runtime& rt) { validate_gemm_ar(rt, a.cfg); });
   GemmArResult res = run_gemm_ar(*r.rt, a.cfg);
   const auto& s = a.cfg.shape;
@@ -44,7 +45,7 @@ int run_gemm_ar_command(GemmArgs& a, int argc, char** argv) {
                  {"warmup", std::int64_t{a.cfg.warmup}}},
                 std::move(res.records),
                 std::move(res.summary)};
-  return r.report(std::move(report), a.common);
+  return r.report(std::move(report), common);
 }
 
 }  // namespace

@@ -42,15 +42,16 @@ KvConfig to_config(const KvArgs& a) {
 
 int run_kv_command(const KvArgs& a, int argc, char** argv) {
   const KvConfig cfg = to_config(a);
+  const CommonOptions common = host_only(a.common, "kv");  // outlives the Output of `r`
   Ranked r =
-      start_ranked(a.common, a.ranks, argc, argv, [&](Runtime& rt) { validate_kv(rt, cfg); });
+      start_ranked(common, a.ranks, argc, argv, [&](Runtime& rt) { validate_kv(rt, cfg); });
   std::vector<Record> recs = run_kv(*r.rt, cfg);
   const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg.block_bytes)},
                          {"blocks", a.blocks},
                          {"iters", static_cast<std::int64_t>(cfg.iters)},
                          {"warmup", static_cast<std::int64_t>(cfg.warmup)},
                          {"check", cfg.check}};
-  return r.report({"kv", {}, params, std::move(recs), {}}, a.common);
+  return r.report({"kv", {}, params, std::move(recs), {}}, common);
 }
 
 }  // namespace

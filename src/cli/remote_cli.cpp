@@ -14,7 +14,7 @@ struct RemoteArgs {
   CommonOptions common;
   SizeArgs sizes;
   std::string ops = "get", method = "both", transport, tile = "64K";
-  int iters = 0, warmup = -1, root = 0, peer = -1, threads = 1, ranks = 0;
+  int iters = 0, warmup = -1, root = 0, peer = -1, threads = 0, ranks = 0;
   bool no_check = false;
 };
 
@@ -43,7 +43,7 @@ RemoteConfig to_config(const RemoteArgs& a) {
   if (a.peer >= 0) c.peer = a.peer;
   c.check = !a.no_check;
   c.copier.threads = a.threads;
-  c.copier.tile = parse_size(a.tile, "--tile size");
+  c.copier.tile = parse_tile(a.tile);
   return c;
 }
 
@@ -95,12 +95,12 @@ Command add_remote(CLI::App& root, int argc, char** argv) {
       ->check(CLI::IsMember({"shm", "rma"}));
   app->add_option("--root", a.root, "the rank that issues transfers")->default_str("0");
   app->add_option("--peer", a.peer, "the rank whose window is read/written (default root+1)");
-  app->add_option("--tile", a.tile, "core: staging tile size")
+  app->add_option("--tile", a.tile, "core: staging tile size (cuda: shared memory, 0 = direct)")
       ->type_name("SIZE")
       ->default_str("64K");
-  app->add_option("--threads", a.threads, "dma over shm: engine workers")
-      ->check(CLI::Range(1, 1024))
-      ->default_str("1");
+  app->add_option("--threads", a.threads,
+                  "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM)")
+      ->check(CLI::Range(1, 65535));
   app->add_option("--ranks", a.ranks, "outside mpiexec: start N ranks under mpiexec")
       ->check(CLI::Range(1, 4096));
   app->add_flag("--no-check", a.no_check, "skip verification of the received bytes");

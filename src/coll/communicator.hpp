@@ -1,6 +1,6 @@
 #pragma once
-// One interface for the collective libraries: MPI on hosts now, NCCL and
-// HCCL behind the same calls later. Buffers are the library's memory kind
+// One interface for the collective libraries: MPI on hosts, NCCL on NVIDIA
+// GPUs, HCCL on Ascend NPUs, behind the same calls. Buffers are the library's memory kind
 // (host for MPI, device for NCCL/HCCL). Counts follow nccl-tests: allreduce,
 // broadcast, reduce, sendrecv take the message's element count; allgather the
 // per-rank send count; reducescatter the per-rank receive count; alltoall the
@@ -27,6 +27,9 @@ class Communicator {
   // Where an in-place collective leaves this rank's result, in elements
   // from the start of the buffer (MPI's reduce_scatter: 0; NCCL's: rank*count).
   virtual std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const = 0;
+  // Whether the library takes this combination; its records are `waived`
+  // with the reason otherwise (HCCL has no avg, no uint8/double reductions).
+  virtual Support supports(CollOp, DType, RedOp) const { return Support::yes(); }
 
   virtual void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) = 0;
   virtual void allgather(const void* send, void* recv, std::size_t send_count, DType t) = 0;
@@ -44,5 +47,9 @@ class Communicator {
 
 // The MPI communicator over the runtime's world (host memory).
 std::unique_ptr<Communicator> make_mpi_communicator(Runtime& rt);
+
+// The collective library of a backend: MPI on host, NCCL on cuda, HCCL on ascend. Throws
+// UsageError (the same on every rank) where the backend has none.
+std::unique_ptr<Communicator> make_communicator(Runtime& rt, Backend& backend);
 
 }  // namespace xb

@@ -24,6 +24,7 @@ struct Capabilities {
   bool core_copy = false;
   bool pinned_host = false;
   bool peer_access = false;  // some pair of devices can copy directly
+  bool device_ipc = false;   // device memory shared between processes (remote windows)
 };
 
 struct BenchmarkDef {

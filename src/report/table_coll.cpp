@@ -18,6 +18,8 @@ std::string text_of(const Record& r, const char* key) {
 
 std::string placement(const Record* r) {
   if (!r) return fmt::format(" {:>10} {:>8} {:>8} {:>7}", "-", "-", "-", "-");
+  if (r->status == Status::waived)
+    return fmt::format(" {:>10} {:>8} {:>8} {:>7}", "waived", "-", "-", "-");
   const auto wrong = static_cast<std::int64_t>(field_number(*r, "wrong"));
   return fmt::format(" {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", r->time_us.median,
                      field_number(*r, "algbw"), field_number(*r, "busbw"),

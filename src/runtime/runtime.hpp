@@ -68,6 +68,8 @@ class Runtime {
   // order), on every rank, so all ranks take the same branch.
   std::string agree(const std::string& local_error);
   bool root() const { return rank() == 0; }
+  // Collective: this rank's index among the ranks on its host (host names).
+  int local_rank();
 
  private:
   double reduce_one(double v, Reduce how) {

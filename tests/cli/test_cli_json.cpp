@@ -97,6 +97,8 @@ TEST(CliJson, TopoAndListDocuments) {
   const CmdResult l = run("list --format json");
   ASSERT_EQ(l.rc, 0);
   const auto list = nlohmann::json::parse(l.out);
-  EXPECT_EQ(list["backends"][0]["name"], "host");
+  ASSERT_EQ(list["backends"].size(), 3u);
+  EXPECT_EQ(list["backends"][2]["name"], "host");  // `auto` order: accelerators first
+  EXPECT_TRUE(list["backends"][2]["available"]);
   EXPECT_EQ(list["benchmarks"].size(), 4u);
 }

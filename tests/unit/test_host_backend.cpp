@@ -127,17 +127,14 @@ INSTANTIATE_TEST_SUITE_P(Methods, HostCopier, ::testing::Values(Method::dma, Met
 
 TEST(HostBackend, CopierOptionsAreChecked) {
   auto b = make_backend("host");
-  EXPECT_THROW(b->copier(Method::dma, CopierOptions{0, 4096}), UsageError);
+  EXPECT_THROW(b->copier(Method::dma, CopierOptions{-1, 4096}), UsageError);
+  EXPECT_NO_THROW(b->copier(Method::dma, CopierOptions{0, 4096}));  // 0: the default, 1 worker
   EXPECT_THROW(b->copier(Method::core, CopierOptions{1, 8}), UsageError);
 }
 
-TEST(Backends, UnknownAndUnavailable) {
+TEST(Backends, UnknownIsAUsageError) {
   EXPECT_THROW(make_backend("nope"), UsageError);
-  EXPECT_THROW(make_backend("cuda"), UsageError);
-  const auto st = probe_backends();
-  ASSERT_FALSE(st.empty());
-  EXPECT_EQ(st[0].name, "host");
-  EXPECT_TRUE(st[0].available);
+  EXPECT_EQ(make_backend("host")->name(), "host");
 }
 
 }  // namespace xb

@@ -207,13 +207,22 @@ WorkerPool& HostBackend::engine(int device, int threads) {
   return *slot;
 }
 
+namespace {
+// threads 0 asks for the backend's default: one worker per copy.
+CopierOptions with_defaults(CopierOptions opts) {
+  if (opts.threads == 0) opts.threads = 1;
+  return opts;
+}
+}  // namespace
+
 std::unique_ptr<Stream> HostBackend::create_stream(int device, const CopierOptions& opts) {
-  return std::make_unique<HostStream>(device, engine(device, opts.threads));
+  return std::make_unique<HostStream>(device, engine(device, with_defaults(opts).threads));
 }
 
 std::unique_ptr<Event> HostBackend::create_event() { return std::make_unique<HostEvent>(); }
 
-std::unique_ptr<Copier> HostBackend::copier(Method m, const CopierOptions& opts) {
+std::unique_ptr<Copier> HostBackend::copier(Method m, const CopierOptions& given) {
+  const CopierOptions opts = with_defaults(given);
   if (opts.threads < 1) throw UsageError("--threads must be at least 1");
   if (m == Method::dma) return make_dma_copier(*this, opts);
   if (opts.tile < 64) throw UsageError("--tile must be at least 64 bytes");

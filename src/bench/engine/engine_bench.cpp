@@ -146,8 +146,8 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
       for (Bytes bs : blocks) {
         Record r = Record::waived(
             op == Op::read ? "read" : "write", cfg.async ? "async" : "sync", -1, -1, cfg.total,
-            fmt::format("mode {} needs device memory registered with UCX: a GPU backend "
-                        "(CUDA); the host backend has none",
+            fmt::format("mode {} needs device memory registered with UCX: this version's "
+                        "engine moves host memory only",
                         to_string(cfg.mode)));
         r.extra = {{"mode", std::string(to_string(cfg.mode))},
                    {"block", static_cast<std::int64_t>(bs)}};

@@ -122,7 +122,7 @@ std::int64_t verify(Runtime& rt, const RemoteConfig& cfg, RemoteOp op, int peer,
 }
 
 Record make_record(const RemoteConfig& cfg, RemoteOp op, Method m, int peer, Bytes n,
-                   const Timed& t, std::int64_t bad, Transport tr) {
+                   const Timed& t, std::int64_t bad, const std::string& transport) {
   Record r;
   r.kase = to_string(op);
   r.method = to_string(m);
@@ -130,7 +130,7 @@ Record make_record(const RemoteConfig& cfg, RemoteOp op, Method m, int peer, Byt
   r.dst = op == RemoteOp::get ? cfg.root : peer;
   r.bytes = n;
   r.set_samples(t.us);
-  r.extra = {{"cycles", t.cycles}, {"transport", std::string(to_string(tr))}};
+  r.extra = {{"cycles", t.cycles}, {"transport", transport}};
   if (bad != -2) r.verified = bad == -1;
   if (bad >= 0) {
     r.status = Status::failed;
@@ -146,6 +146,109 @@ std::vector<Record> waived_all(const RemoteConfig& cfg, const std::string& why) 
       for (Bytes n : cfg.sizes)
         out.push_back(Record::waived(to_string(op), to_string(m), -1, -1, n, why));
   return out;
+}
+
+// The issuing rank's records, reported by every rank, with the crossover lines.
+RemoteResult share(Runtime& rt, const RemoteConfig& cfg, std::vector<Record> mine, Params summary) {
+  const auto wires = rt.allgather(rt.rank() == cfg.root ? records_to_wire(mine) : std::string());
+  RemoteResult res;
+  res.records = records_from_wire(wires[static_cast<std::size_t>(cfg.root)]);
+  res.summary = std::move(summary);
+  for (RemoteOp op : cfg.ops) {
+    const std::string line = crossover_text(res.records, to_string(op));
+    if (!line.empty()) res.summary.emplace_back(std::string("crossover_") + to_string(op), line);
+  }
+  return res;
+}
+
+void write_pattern(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed,
+                   std::vector<std::byte>& host) {
+  fill_pattern(std::span(host.data(), n), seed);
+  b.write(buf, 0, std::span<const std::byte>(host.data(), n));
+}
+
+// Device windows (GPU backends): each rank's window is memory of its GPU
+// (host-local rank modulo the GPUs, so several ranks may share one),
+// exported through the backend's IPC; the root maps its peer's window and
+// moves bytes with the backend's copiers: `core` = SM kernels, `dma` = copy
+// engines, timed by device events. Cycles are that time at the GPU's clock.
+RemoteResult run_remote_device(Runtime& rt, Backend& backend, const RemoteConfig& cfg) {
+  if (cfg.transport)
+    throw UsageError(fmt::format("--transport applies to host windows; {} windows use IPC",
+                                 backend.name()));
+  if (!rt.single_host())
+    throw UsageError(fmt::format("remote on {} needs all ranks on one host (IPC)", backend.name()));
+  const int peer = peer_of(rt, cfg);
+  const bool is_root = rt.rank() == cfg.root;
+  const int dev = rt.local_rank() % static_cast<int>(backend.devices().size());
+  const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+  std::vector<std::byte> host(biggest);
+  std::unique_ptr<Buffer> win, local, peer_view;
+  std::unique_ptr<Copier> copiers[2];
+  std::string err, handle;
+  try {
+    win = backend.allocate(MemKind::device, dev, biggest);
+    handle = backend.export_buffer(*win);
+  } catch (const std::exception& e) {
+    err = fmt::format("rank {}: {}", rt.rank(), e.what());
+  }
+  const auto handles = rt.allgather(handle);
+  err = rt.agree(err);
+  if (!err.empty()) throw RuntimeError(err);
+  try {
+    if (is_root) {
+      local = backend.allocate(MemKind::device, dev, biggest);
+      peer_view = backend.import_buffer(handles[static_cast<std::size_t>(peer)], dev, biggest);
+      for (Method m : cfg.methods)
+        copiers[static_cast<int>(m)] = backend.copier(m, cfg.copier);
+    }
+  } catch (const std::exception& e) {
+    err = fmt::format("rank {}: {}", rt.rank(), e.what());
+  }
+  err = rt.agree(err);
+  if (!err.empty()) throw RuntimeError(err);
+  const double hz = backend.devices()[static_cast<std::size_t>(dev)].clock_hz;
+
+  std::vector<Record> mine;
+  for (RemoteOp op : cfg.ops) {
+    for (Method m : cfg.methods) {
+      for (Bytes n : cfg.sizes) {
+        if (rt.rank() == peer) write_pattern(backend, *win, n, window_seed(peer), host);
+        if (is_root && op == RemoteOp::get) {
+          std::fill_n(host.begin(), n, std::byte{0x5A});  // poison
+          backend.write(*local, 0, std::span<const std::byte>(host.data(), n));
+        }
+        if (is_root && op == RemoteOp::put)
+          write_pattern(backend, *local, n, source_seed(rt.rank()), host);
+        rt.barrier();
+        Timed t;
+        if (is_root) {
+          const CopyOp move = op == RemoteOp::get ? CopyOp{peer_view.get(), local.get(), n}
+                                                  : CopyOp{local.get(), peer_view.get(), n};
+          const int iters = cfg.iters.value_or(scaled_iters(n));
+          for (int i = 0; i < cfg.warmup.value_or(std::max(1, iters / 10)); ++i)
+            copiers[static_cast<int>(m)]->run(std::span(&move, 1));
+          for (int i = 0; i < iters; ++i)
+            t.us.push_back(copiers[static_cast<int>(m)]->run(std::span(&move, 1)).batch_us);
+          double sum = 0;
+          for (double us : t.us) sum += us;
+          t.cycles = sum / iters * hz / 1e6;
+        }
+        rt.barrier();
+        const bool receiver = rt.rank() == (op == RemoteOp::get ? cfg.root : peer);
+        if (receiver && cfg.check)
+          backend.read(op == RemoteOp::get ? *local : *win, 0, std::span(host.data(), n));
+        const std::int64_t bad = verify(rt, cfg, op, peer, std::span(host.data(), n));
+        if (is_root) mine.push_back(make_record(cfg, op, m, peer, n, t, bad, "ipc"));
+      }
+    }
+  }
+  peer_view.reset();  // unmap before the peer frees its window
+  rt.barrier();
+  return share(rt, cfg, std::move(mine),
+               {{"transport", std::string("ipc")},
+                {"cycle_counter", fmt::format("{} device clock (event time x clock)", backend.name())},
+                {"cycle_hz", hz}});
 }
 
 }  // namespace
@@ -206,6 +309,13 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
         waived_all(cfg, "needs at least 2 ranks: run under `mpiexec -n 2` or add --ranks 2");
     return res;
   }
+  if (backend.capabilities().device_ipc) return run_remote_device(rt, backend, cfg);
+  if (backend.name() != "host") {
+    res.records = waived_all(cfg, fmt::format("remote on the {} backend needs device memory "
+                                              "shared between processes, not in this version",
+                                              backend.name()));
+    return res;
+  }
   const int peer = peer_of(rt, cfg);
   const Transport tr = transport_of(rt, cfg);
   const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
@@ -260,22 +370,16 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
         std::span<std::byte> got =
             op == RemoteOp::get ? std::span(lp, n) : std::span(win->local(), n);
         const std::int64_t bad = verify(rt, cfg, op, peer, got);
-        if (is_root) res.records.push_back(make_record(cfg, op, m, peer, n, t, bad, tr));
+        if (is_root) res.records.push_back(make_record(cfg, op, m, peer, n, t, bad, to_string(tr)));
       }
     }
   }
   fence(rt, *win);
   // The issuing rank measured; rank 0 reports.
-  const auto wires = rt.allgather(is_root ? records_to_wire(res.records) : std::string());
-  res.records = records_from_wire(wires[static_cast<std::size_t>(cfg.root)]);
-  res.summary = {{"transport", std::string(to_string(tr))},
-                 {"cycle_counter", std::string(cycle_counter_name())},
-                 {"cycle_hz", cycle_counter_hz()}};
-  for (RemoteOp op : cfg.ops) {
-    const std::string line = crossover_text(res.records, to_string(op));
-    if (!line.empty()) res.summary.emplace_back(std::string("crossover_") + to_string(op), line);
-  }
-  return res;
+  return share(rt, cfg, std::move(res.records),
+               {{"transport", std::string(to_string(tr))},
+                {"cycle_counter", std::string(cycle_counter_name())},
+                {"cycle_hz", cycle_counter_hz()}});
 }
 
 std::string crossover_text(const std::vector<Record>& records, const std::string& op) {

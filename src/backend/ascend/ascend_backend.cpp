@@ -1,0 +1,352 @@
+// The Ascend backend: NPUs, memory, streams, events and the dma copier, all
+// through the AscendCL table opened at run time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/ascend/ascend_internal.hpp"
+#include "core/error.hpp"
+#include "core/sysinfo.hpp"
+
+namespace xb {
+namespace ascend {
+
+const AclApi& api() {
+  const auto& l = acl();
+  if (!l.api) throw RuntimeError(l.error);
+  return *l.api;
+}
+
+void check(aclError e, const char* what) {
+  if (e != kAclSuccess) throw RuntimeError(acl_error_text(what, e));
+}
+
+void set_device(int device) { XB_ACL(aclrtSetDevice, device); }
+
+int memcpy_kind(const Buffer& src, const Buffer& dst) {
+  const bool s = src.kind() == MemKind::device, d = dst.kind() == MemKind::device;
+  return s ? (d ? kDeviceToDevice : kDeviceToHost) : (d ? kHostToDevice : kHostToHost);
+}
+
+namespace {
+
+bool pageable(const Buffer& b) { return b.kind() == MemKind::pageable; }
+
+// "4,5" -> {"4", "5"}; empty when unset.
+std::vector<std::string> visible_devices() {
+  std::vector<std::string> out;
+  const char* v = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
+  std::string cur;
+  for (const char* c = v ? v : ""; ; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+      if (!*c) break;
+    } else {
+      cur += *c;
+    }
+  }
+  return out;
+}
+
+class AscendBuffer final : public Buffer {
+ public:
+  using Buffer::Buffer;
+  ~AscendBuffer() override {
+    if (kind() == MemKind::device)
+      (void)api().aclrtFree(data());
+    else if (kind() == MemKind::pinned)
+      (void)api().aclrtFreeHost(data());
+    else
+      std::free(data());
+  }
+};
+
+class AscendEvent final : public Event {
+ public:
+  ~AscendEvent() override {
+    if (event_) (void)api().aclrtDestroyEvent(event_);
+  }
+  aclrtEvent on(int device) {
+    if (event_ && device_ == device) return event_;
+    if (event_) (void)api().aclrtDestroyEvent(event_);
+    event_ = nullptr;
+    set_device(device);
+    XB_ACL(aclrtCreateEvent, &event_);
+    device_ = device;
+    return event_;
+  }
+  void synchronize() override {
+    if (!event_) throw RuntimeError("event synchronized before it was recorded");
+    XB_ACL(aclrtSynchronizeEvent, event_);
+  }
+  bool query() override {
+    if (!event_) return false;
+    int status = 0;
+    XB_ACL(aclrtQueryEventStatus, event_, &status);
+    return status == kAclEventComplete;
+  }
+  double elapsed_us_since(const Event& start) const override {
+    const auto* s = dynamic_cast<const AscendEvent*>(&start);
+    if (!s || !s->event_ || !event_) throw RuntimeError("elapsed time of an unrecorded event");
+    float ms = 0;
+    XB_ACL(aclrtEventElapsedTime, &ms, s->event_, event_);
+    return static_cast<double>(ms) * 1000.0;
+  }
+
+ private:
+  aclrtEvent event_ = nullptr;
+  int device_ = -1;
+};
+
+// Runtime copies on one stream per op, bracketed by events. No kernel can
+// hold the streams back here, so concurrent ops start as they are issued.
+class DmaCopier final : public Copier {
+ public:
+  Method method() const override { return Method::dma; }
+  CopyTiming run(std::span<const CopyOp> ops) override {
+    for (const auto& op : ops)
+      if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
+        throw RuntimeError("copy larger than its buffers");
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const int dev = ops[i].src->device() >= 0 ? ops[i].src->device()
+                                                : std::max(ops[i].dst->device(), 0);
+      while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
+      Lane& lane = *lanes_[i];
+      if (!lane.stream || lane.stream->device() != dev)
+        lane.stream = std::make_unique<AscendStream>(dev);
+      lane.stream->record(lane.start);
+      lane.stream->copy_async(*ops[i].src, 0, *ops[i].dst, 0, ops[i].bytes);
+      lane.stream->record(lane.end);
+    }
+    CopyTiming t;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      lanes_[i]->end.synchronize();
+      t.op_us.push_back(lanes_[i]->end.elapsed_us_since(lanes_[i]->start));
+      t.batch_us = std::max(t.batch_us, t.op_us.back());
+    }
+    return t;
+  }
+
+ private:
+  struct Lane {  // not movable: the events own runtime handles
+    std::unique_ptr<AscendStream> stream;
+    AscendEvent start, end;
+  };
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+class AscendBackend final : public Backend {
+ public:
+  AscendBackend() {
+    std::uint32_t n = 0;
+    XB_ACL(aclrtGetDeviceCount, &n);
+    const auto visible = visible_devices();
+    const char* soc = api().aclrtGetSocName ? api().aclrtGetSocName() : nullptr;
+    for (int d = 0; d < static_cast<int>(n); ++d) {
+      set_device(d);
+      std::size_t free = 0, total = 0;
+      XB_ACL(aclrtGetMemInfo, kAclHbmMem, &free, &total);
+      DeviceInfo info;
+      info.id = d;
+      info.memory = total;
+      info.name = fmt::format("NPU{} {}", d, soc && *soc ? soc : "Ascend");
+      if (static_cast<std::size_t>(d) < visible.size())
+        info.name += fmt::format(" (physical {})", visible[static_cast<std::size_t>(d)]);
+      devices_.push_back(info);
+    }
+    for (int s = 0; s < static_cast<int>(n); ++s) {
+      for (int d = 0; d < static_cast<int>(n); ++d) {
+        if (s == d) {
+          peer_.push_back(Support::yes());
+          continue;
+        }
+        std::int32_t can = 0;
+        XB_ACL(aclrtDeviceCanAccessPeer, &can, s, d);
+        if (!can) {
+          peer_.push_back(Support::no(
+              fmt::format("aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", s,
+                          d)));
+          continue;
+        }
+        set_device(s);
+        const aclError e = api().aclrtDeviceEnablePeerAccess(d, 0);
+        peer_.push_back(e == kAclSuccess ? Support::yes()
+                                         : Support::no(acl_error_text(
+                                               "aclrtDeviceEnablePeerAccess", e)));
+      }
+    }
+  }
+
+  std::string name() const override { return "ascend"; }
+  const std::vector<DeviceInfo>& devices() const override { return devices_; }
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.backend = name();
+    c.devices = static_cast<int>(devices_.size());
+    c.dma_copy = c.pinned_host = true;
+    c.core_copy = false;
+    c.peer_access = devices_.size() >= 2 &&
+                    std::count_if(peer_.begin(), peer_.end(), [](const Support& s) {
+                      return s.ok;
+                    }) > static_cast<long>(devices_.size());
+    return c;
+  }
+  Support method_support(Method m) const override {
+    if (m == Method::dma) return Support::yes();
+    return Support::no(
+        "core copies need device kernels (Ascend C vector cores moving data through the "
+        "on-chip buffer); this version has none: use --method dma");
+  }
+  Support peer_access(int src, int dst) const override {
+    check_device(src);
+    check_device(dst);
+    return peer_[index(src, dst)];
+  }
+  std::string link_type(int a, int b) const override {
+    if (a == b) return "X";
+    const Support& s = peer_access(a, b);
+    return s.ok ? "peer access (HCCS or PCIe; CANN does not say which)" : "no peer access";
+  }
+  Bytes free_memory(MemKind kind, int device) const override {
+    if (kind != MemKind::device) return available_memory();
+    check_device(device);
+    set_device(device);
+    std::size_t free = 0, total = 0;
+    XB_ACL(aclrtGetMemInfo, kAclHbmMem, &free, &total);
+    return free;
+  }
+  std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) override {
+    void* p = nullptr;
+    if (kind == MemKind::device) {
+      check_device(device);
+      set_device(device);
+      const aclError e = api().aclrtMalloc(&p, size, kAclMallocHugeFirst);
+      if (e != kAclSuccess)
+        throw RuntimeError(acl_error_text(
+            fmt::format("aclrtMalloc of {} on NPU{}", format_capacity(size), device).c_str(), e));
+      return std::make_unique<AscendBuffer>(kind, device, size, p);
+    }
+    if (kind == MemKind::pinned) {
+      const aclError e = api().aclrtMallocHost(&p, size);
+      if (e != kAclSuccess)
+        throw RuntimeError(acl_error_text(
+            fmt::format("aclrtMallocHost of {}", format_capacity(size)).c_str(), e));
+      return std::make_unique<AscendBuffer>(kind, -1, size, p);
+    }
+    const Bytes rounded = (size + 4095) / 4096 * 4096;
+    p = std::aligned_alloc(4096, std::max<Bytes>(rounded, 4096));
+    if (!p) throw RuntimeError(fmt::format("out of host memory for {}", format_capacity(size)));
+    std::memset(p, 0, std::max<Bytes>(rounded, 4096));
+    return std::make_unique<AscendBuffer>(kind, -1, size, p);
+  }
+  void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override {
+    if (offset > dst.size() || src.size() > dst.size() - offset)
+      throw RuntimeError("write outside its buffer");
+    if (dst.device() >= 0) set_device(dst.device());
+    XB_ACL(aclrtMemcpy, static_cast<std::byte*>(dst.data()) + offset, dst.size() - offset,
+           src.data(), src.size(), dst.kind() == MemKind::device ? kHostToDevice : kHostToHost);
+  }
+  void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) override {
+    if (offset > src.size() || dst.size() > src.size() - offset)
+      throw RuntimeError("read outside its buffer");
+    if (src.device() >= 0) set_device(src.device());
+    XB_ACL(aclrtMemcpy, dst.data(), dst.size(), static_cast<const std::byte*>(src.data()) + offset,
+           dst.size(), src.kind() == MemKind::device ? kDeviceToHost : kHostToHost);
+  }
+  std::unique_ptr<Stream> create_stream(int device, const CopierOptions&) override {
+    check_device(device);
+    return std::make_unique<AscendStream>(device);
+  }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<AscendEvent>(); }
+  std::unique_ptr<Copier> copier(Method m, const CopierOptions&) override {
+    if (m != Method::dma) throw NotSupported(method_support(m).reason);
+    return std::make_unique<DmaCopier>();
+  }
+
+ private:
+  std::size_t index(int s, int d) const {
+    return static_cast<std::size_t>(s) * devices_.size() + static_cast<std::size_t>(d);
+  }
+  void check_device(int device) const {
+    if (device < 0 || device >= static_cast<int>(devices_.size()))
+      throw UsageError(fmt::format("device {} out of range: the ascend backend has {} NPU{}",
+                                   device, devices_.size(), devices_.size() == 1 ? "" : "s"));
+  }
+  std::vector<DeviceInfo> devices_;
+  std::vector<Support> peer_;
+};
+
+}  // namespace
+
+// ---- streams ----------------------------------------------------------------
+
+AscendStream::AscendStream(int device) : device_(device) {
+  set_device(device);
+  XB_ACL(aclrtCreateStream, &stream_);
+}
+
+AscendStream::~AscendStream() {
+  if (stream_) (void)api().aclrtDestroyStream(stream_);
+}
+
+void AscendStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off,
+                              Bytes n) {
+  if (src_off > src.size() || n > src.size() - src_off || dst_off > dst.size() ||
+      n > dst.size() - dst_off)
+    throw RuntimeError("copy range outside its buffers");
+  set_device(device_);
+  auto* d = static_cast<std::byte*>(dst.data()) + dst_off;
+  const auto* s = static_cast<const std::byte*>(src.data()) + src_off;
+  // Asynchronous copies need runtime-allocated (page-locked) host memory:
+  // pageable memory is copied synchronously, in stream order.
+  if (pageable(src) || pageable(dst)) {
+    XB_ACL(aclrtSynchronizeStream, stream_);
+    XB_ACL(aclrtMemcpy, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst));
+  } else {
+    XB_ACL(aclrtMemcpyAsync, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst), stream_);
+  }
+}
+
+void AscendStream::record(Event& event) {
+  auto* e = dynamic_cast<AscendEvent*>(&event);
+  if (!e) throw RuntimeError("event of another backend recorded on an Ascend stream");
+  XB_ACL(aclrtRecordEvent, e->on(device_), stream_);
+}
+
+void AscendStream::synchronize() { XB_ACL(aclrtSynchronizeStream, stream_); }
+
+}  // namespace ascend
+
+BackendStatus probe_ascend() {
+  static const BackendStatus status = []() -> BackendStatus {
+    const auto& l = ascend::acl();
+    if (!l.api) return {"ascend", false, l.error};
+    const ascend::aclError init = l.api->aclInit(nullptr);
+    if (init != ascend::kAclSuccess && init != ascend::kAclRepeatInitialize)
+      return {"ascend", false, ascend::acl_error_text("aclInit", init)};
+    if (init == ascend::kAclSuccess) std::atexit([] { (void)ascend::api().aclFinalize(); });
+    std::uint32_t n = 0;
+    if (const ascend::aclError e = l.api->aclrtGetDeviceCount(&n); e != ascend::kAclSuccess)
+      return {"ascend", false, ascend::acl_error_text("aclrtGetDeviceCount", e)};
+    if (n == 0) {
+      const char* vis = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
+      return {"ascend", false,
+              vis ? fmt::format("no NPU visible (ASCEND_RT_VISIBLE_DEVICES={})", vis)
+                  : std::string("no NPU found")};
+    }
+    return {"ascend", true, ""};
+  }();
+  return status;
+}
+
+std::unique_ptr<Backend> make_ascend_backend() {
+  const BackendStatus s = probe_ascend();
+  if (!s.available)
+    throw UsageError(fmt::format("backend 'ascend' is not available: {}", s.reason));
+  return std::make_unique<ascend::AscendBackend>();
+}
+
+}  // namespace xb

@@ -1,0 +1,189 @@
+// The HCCL communicator: one NPU per rank, the root info broadcast through
+// the MPI runtime, every collective on one stream of that NPU.
+#include <fmt/format.h>
+
+#include "backend/ascend/ascend_internal.hpp"
+#include "coll/communicator.hpp"
+#include "core/error.hpp"
+
+namespace xb {
+namespace ascend {
+namespace {
+
+const HcclApi& hccl_api() {
+  const auto& l = hccl();
+  if (!l.api) throw UsageError("the HCCL communicator is not available: " + l.error);
+  return *l.api;
+}
+
+void hccl_check(HcclResult r, const char* what) {
+  if (r == kHcclSuccess) return;
+  const auto* api = hccl().api;
+  const char* msg = api && api->HcclGetErrorString ? api->HcclGetErrorString(r) : nullptr;
+  throw RuntimeError(msg ? fmt::format("{} failed: HCCL error {} ({})", what, r, msg)
+                         : fmt::format("{} failed: HCCL error {}", what, r));
+}
+#define XB_HCCL(fn, ...) hccl_check(hccl_api().fn(__VA_ARGS__), #fn)
+
+HcclDataType hccl_type(DType t) {
+  switch (t) {
+    case DType::int8:
+      return kHcclInt8;
+    case DType::uint8:
+      return kHcclUint8;
+    case DType::int32:
+      return kHcclInt32;
+    case DType::int64:
+      return kHcclInt64;
+    case DType::half:
+      return kHcclFp16;
+    case DType::bf16:
+      return kHcclBf16;
+    case DType::float32:
+      return kHcclFp32;
+    case DType::float64:
+      return kHcclFp64;
+  }
+  throw RuntimeError("unknown dtype");
+}
+
+HcclReduceOp hccl_op(RedOp op) {
+  switch (op) {
+    case RedOp::sum:
+      return kHcclSum;
+    case RedOp::prod:
+      return kHcclProd;
+    case RedOp::max:
+      return kHcclMax;
+    case RedOp::min:
+      return kHcclMin;
+    case RedOp::avg:
+      break;
+  }
+  throw NotSupported("HCCL has no average reduction");
+}
+
+class HcclCommunicator final : public Communicator {
+ public:
+  HcclCommunicator(Runtime& rt, Backend& backend) : rank_(rt.rank()), size_(rt.size()) {
+    const int npus = static_cast<int>(backend.devices().size());
+    const int local = rt.local_rank();
+    std::string err;
+    if (local >= npus)
+      err = fmt::format(
+          "HCCL needs one NPU per rank: rank {} is rank {} on its host, which has {} NPU{}", rank_,
+          local, npus, npus == 1 ? "" : "s");
+    else if (!hccl().api)
+      err = "the HCCL communicator is not available: " + hccl().error;
+    err = rt.agree(err);
+    if (!err.empty()) throw UsageError(err);
+    device_ = local;
+    HcclRootInfo info{};
+    if (rt.root()) XB_HCCL(HcclGetRootInfo, &info);
+    rt.broadcast(std::as_writable_bytes(std::span(&info, 1)), 0);
+    set_device(device_);
+    XB_ACL(aclrtCreateStream, &stream_);
+    XB_HCCL(HcclCommInitRootInfo, static_cast<std::uint32_t>(size_), &info,
+            static_cast<std::uint32_t>(rank_), &comm_);
+  }
+  ~HcclCommunicator() override {
+    if (comm_) (void)hccl_api().HcclCommDestroy(comm_);
+    if (scratch_) (void)api().aclrtFree(scratch_);
+    if (stream_) (void)api().aclrtDestroyStream(stream_);
+  }
+
+  std::string name() const override { return "hccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MemKind buffer_kind() const override { return MemKind::device; }
+  int device() const override { return device_; }
+  std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const override {
+    return op == CollOp::reducescatter ? static_cast<std::size_t>(rank_) * recv_count : 0;
+  }
+  Support supports(CollOp op, DType t, RedOp r) const override {
+    if (!is_reduction(op)) return Support::yes();
+    if (r == RedOp::avg) return Support::no("HCCL has no average reduction");
+    if (t == DType::uint8 || t == DType::float64)
+      return Support::no(fmt::format("HCCL reductions do not take {}", to_string(t)));
+    return Support::yes();
+  }
+
+  void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
+    XB_HCCL(HcclAllReduce, const_cast<void*>(send), recv, count, hccl_type(t), hccl_op(op), comm_,
+            stream_);
+  }
+  void allgather(const void* send, void* recv, std::size_t send_count, DType t) override {
+    XB_HCCL(HcclAllGather, const_cast<void*>(send), recv, send_count, hccl_type(t), comm_,
+            stream_);
+  }
+  void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
+                     RedOp op) override {
+    if (send == recv)  // in place: this rank's slot of the input, as NCCL
+      recv = static_cast<std::byte*>(recv) +
+             static_cast<std::size_t>(rank_) * recv_count * dtype_size(t);
+    XB_HCCL(HcclReduceScatter, const_cast<void*>(send), recv, recv_count, hccl_type(t),
+            hccl_op(op), comm_, stream_);
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DType t, int root) override {
+    // HcclBroadcast works in one buffer: the root first places its input there.
+    if (rank_ == root && send != recv)
+      XB_ACL(aclrtMemcpyAsync, recv, count * dtype_size(t), send, count * dtype_size(t),
+             kDeviceToDevice, stream_);
+    XB_HCCL(HcclBroadcast, recv, count, hccl_type(t), static_cast<std::uint32_t>(root), comm_,
+            stream_);
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DType t, RedOp op,
+              int root) override {
+    XB_HCCL(HcclReduce, const_cast<void*>(send), recv, count, hccl_type(t), hccl_op(op),
+            static_cast<std::uint32_t>(root), comm_, stream_);
+  }
+  void alltoall(const void* send, void* recv, std::size_t count_per_peer, DType t) override {
+    send = apart(send, recv, count_per_peer * dtype_size(t) * static_cast<std::size_t>(size_));
+    XB_HCCL(HcclAlltoAll, send, count_per_peer, hccl_type(t), recv, count_per_peer, hccl_type(t),
+            comm_, stream_);
+  }
+  void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
+    send = apart(send, recv, count * dtype_size(t));
+    HcclSendRecvItem items[2] = {
+        {kHcclSend, const_cast<void*>(send), count, hccl_type(t),
+         static_cast<std::uint32_t>((rank_ + 1) % size_)},
+        {kHcclRecv, recv, count, hccl_type(t),
+         static_cast<std::uint32_t>((rank_ + size_ - 1) % size_)}};
+    XB_HCCL(HcclBatchSendRecv, items, 2u, comm_, stream_);
+  }
+  void synchronize() override { XB_ACL(aclrtSynchronizeStream, stream_); }
+
+ private:
+  // In place, point-to-point exchanges first copy their input to scratch
+  // memory on the stream (inside the timed call), as on NCCL.
+  const void* apart(const void* send, void* recv, std::size_t bytes) {
+    if (send != recv) return send;
+    if (scratch_bytes_ < bytes) {
+      if (scratch_) XB_ACL(aclrtFree, scratch_);
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      set_device(device_);
+      XB_ACL(aclrtMalloc, &scratch_, bytes, kAclMallocHugeFirst);
+      scratch_bytes_ = bytes;
+    }
+    XB_ACL(aclrtMemcpyAsync, scratch_, scratch_bytes_, send, bytes, kDeviceToDevice, stream_);
+    return scratch_;
+  }
+
+  int rank_, size_;
+  int device_ = 0;
+  aclrtStream stream_ = nullptr;
+  HcclComm comm_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+}  // namespace ascend
+
+std::unique_ptr<Communicator> make_hccl_communicator(Runtime& rt, Backend& backend) {
+  if (backend.name() != "ascend") throw UsageError("the HCCL communicator needs --backend ascend");
+  return std::make_unique<ascend::HcclCommunicator>(rt, backend);
+}
+
+}  // namespace xb

@@ -1,0 +1,332 @@
+// The CUDA backend: devices, memory, streams, events and IPC.
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/cuda_internal.hpp"
+#include "core/error.hpp"
+#include "core/sysinfo.hpp"
+
+namespace xb {
+namespace cuda {
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  throw RuntimeError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+void set_device(int device) { XB_CUDA(cudaSetDevice(device)); }
+
+// ---- buffers ------------------------------------------------------------------
+
+CudaBuffer::~CudaBuffer() {
+  switch (owner_) {  // errors here cannot be reported; the context may be gone
+    case Owner::cuda_malloc:
+      (void)cudaFree(data());
+      break;
+    case Owner::cuda_host:
+      (void)cudaFreeHost(data());
+      break;
+    case Owner::heap:
+      std::free(data());
+      break;
+    case Owner::ipc:
+      (void)cudaIpcCloseMemHandle(data());
+      break;
+  }
+}
+
+// ---- events -------------------------------------------------------------------
+
+CudaEvent::~CudaEvent() {
+  if (event_) (void)cudaEventDestroy(event_);
+}
+
+cudaEvent_t CudaEvent::on(int device) {
+  if (event_ && device_ == device) return event_;
+  if (event_) (void)cudaEventDestroy(event_);
+  event_ = nullptr;
+  set_device(device);
+  XB_CUDA(cudaEventCreate(&event_));
+  device_ = device;
+  return event_;
+}
+
+void CudaEvent::synchronize() {
+  if (!event_) throw RuntimeError("event synchronized before it was recorded");
+  XB_CUDA(cudaEventSynchronize(event_));
+}
+
+bool CudaEvent::query() {
+  if (!event_) return false;
+  const cudaError_t e = cudaEventQuery(event_);
+  if (e == cudaErrorNotReady) return false;
+  XB_CUDA(e);
+  return true;
+}
+
+double CudaEvent::elapsed_us_since(const Event& start) const {
+  const auto* s = dynamic_cast<const CudaEvent*>(&start);
+  if (!s || !s->event_ || !event_) throw RuntimeError("elapsed time of an unrecorded event");
+  if (s->device_ != device_) throw RuntimeError("elapsed time between events of two GPUs");
+  float ms = 0;
+  XB_CUDA(cudaEventElapsedTime(&ms, s->event_, event_));
+  return static_cast<double>(ms) * 1000.0;
+}
+
+// ---- streams ------------------------------------------------------------------
+
+CudaStream::CudaStream(int device) : device_(device) {
+  set_device(device);
+  XB_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+CudaStream::~CudaStream() {
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+void CudaStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) {
+  if (src_off > src.size() || n > src.size() - src_off || dst_off > dst.size() ||
+      n > dst.size() - dst_off)
+    throw RuntimeError("copy range outside its buffers");
+  set_device(device_);
+  XB_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst.data()) + dst_off,
+                          static_cast<const std::byte*>(src.data()) + src_off, n,
+                          cudaMemcpyDefault, stream_));
+}
+
+void CudaStream::record(Event& event) {
+  auto* e = dynamic_cast<CudaEvent*>(&event);
+  if (!e) throw RuntimeError("event of another backend recorded on a CUDA stream");
+  XB_CUDA(cudaEventRecord(e->on(device_), stream_));
+}
+
+void CudaStream::synchronize() { XB_CUDA(cudaStreamSynchronize(stream_)); }
+
+// ---- the backend --------------------------------------------------------------
+
+CudaBackend::CudaBackend() {
+  int n = 0;
+  XB_CUDA(cudaGetDeviceCount(&n));
+  for (int d = 0; d < n; ++d) {
+    cudaDeviceProp p{};
+    XB_CUDA(cudaGetDeviceProperties(&p, d));
+    char bus[32] = {};
+    XB_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
+    int khz = 0, sms = 0;
+    XB_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d));
+    XB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
+    GpuInfo g;
+    g.pci = bus;
+    for (auto& c : g.pci) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    g.sms = sms;
+    g.max_tile = static_cast<int>(p.sharedMemPerBlockOptin);
+    g.info.id = d;
+    g.model = p.name;
+    g.info.memory = p.totalGlobalMem;
+    g.info.clock_hz = khz * 1e3;
+    gpus_.push_back(g);
+  }
+  links_ = read_topology(gpus_);
+  for (auto& g : gpus_) {
+    g.info.name = g.info.numa >= 0 ? fmt::format("GPU{} {} ({}, NUMA {})", g.info.id, g.model,
+                                                 g.pci, g.info.numa)
+                                   : fmt::format("GPU{} {} ({})", g.info.id, g.model, g.pci);
+    devices_.push_back(g.info);
+  }
+  // Which pairs may copy directly; access is enabled on first use, so a rank
+  // creates contexts only on the GPUs it touches.
+  for (int s = 0; s < n; ++s) {
+    for (int d = 0; d < n; ++d) {
+      int can = s == d;
+      if (s != d) XB_CUDA(cudaDeviceCanAccessPeer(&can, s, d));
+      peer_.push_back(can ? Support::yes()
+                          : Support::no(fmt::format(
+                                "cudaDeviceCanAccessPeer({}, {}) = 0 (no NVLink or PCIe peer path)",
+                                s, d)));
+    }
+  }
+  peer_enabled_.assign(peer_.size(), false);
+}
+
+void CudaBackend::enable_peer(int src, int dst) {
+  const std::size_t i =
+      static_cast<std::size_t>(src) * gpus_.size() + static_cast<std::size_t>(dst);
+  if (src == dst || peer_enabled_[i] || !peer_[i].ok) return;
+  set_device(src);
+  const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
+  if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();
+    throw RuntimeError(fmt::format("cudaDeviceEnablePeerAccess({} -> {}): {}", src, dst,
+                                   cudaGetErrorString(e)));
+  }
+  (void)cudaGetLastError();
+  peer_enabled_[i] = true;
+}
+
+const GpuInfo& CudaBackend::gpu(int device) const {
+  check_device(device);
+  return gpus_[static_cast<std::size_t>(device)];
+}
+
+void CudaBackend::check_device(int device) const {
+  if (device < 0 || device >= static_cast<int>(gpus_.size()))
+    throw UsageError(fmt::format("device {} out of range: the cuda backend has {} GPU{}", device,
+                                 gpus_.size(), gpus_.size() == 1 ? "" : "s"));
+}
+
+Capabilities CudaBackend::capabilities() const {
+  Capabilities c;
+  c.backend = name();
+  c.devices = static_cast<int>(devices_.size());
+  c.dma_copy = c.core_copy = c.pinned_host = c.device_ipc = true;
+  for (const auto& p : peer_) c.peer_access = c.peer_access || (p.ok && devices_.size() >= 2);
+  return c;
+}
+
+Support CudaBackend::method_support(Method) const { return Support::yes(); }
+
+Support CudaBackend::peer_access(int src, int dst) const {
+  check_device(src);
+  check_device(dst);
+  return peer_[static_cast<std::size_t>(src) * gpus_.size() + static_cast<std::size_t>(dst)];
+}
+
+std::string CudaBackend::link_type(int a, int b) const {
+  check_device(a);
+  check_device(b);
+  return links_[static_cast<std::size_t>(a) * gpus_.size() + static_cast<std::size_t>(b)];
+}
+
+Bytes CudaBackend::free_memory(MemKind kind, int device) const {
+  if (kind != MemKind::device) return available_memory();
+  check_device(device);
+  set_device(device);
+  std::size_t free = 0, total = 0;
+  XB_CUDA(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+std::unique_ptr<Buffer> CudaBackend::allocate(MemKind kind, int device, Bytes size) {
+  void* p = nullptr;
+  switch (kind) {
+    case MemKind::device: {
+      check_device(device);
+      set_device(device);
+      const cudaError_t e = cudaMalloc(&p, size);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw RuntimeError(fmt::format("cudaMalloc of {} on GPU{}: {}", format_capacity(size),
+                                       device, cudaGetErrorString(e)));
+      }
+      return std::make_unique<CudaBuffer>(kind, device, size, p, CudaBuffer::Owner::cuda_malloc);
+    }
+    case MemKind::pinned: {
+      const cudaError_t e =
+          cudaHostAlloc(&p, size, cudaHostAllocPortable | cudaHostAllocMapped);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw RuntimeError(fmt::format("cudaHostAlloc of {}: {}", format_capacity(size),
+                                       cudaGetErrorString(e)));
+      }
+      return std::make_unique<CudaBuffer>(kind, -1, size, p, CudaBuffer::Owner::cuda_host);
+    }
+    case MemKind::pageable: {
+      const Bytes rounded = (size + 4095) / 4096 * 4096;
+      p = std::aligned_alloc(4096, rounded);
+      if (!p) throw RuntimeError(fmt::format("out of host memory for {}", format_capacity(size)));
+      std::memset(p, 0, rounded);  // fault the pages in outside timing
+      return std::make_unique<CudaBuffer>(kind, -1, size, p, CudaBuffer::Owner::heap);
+    }
+  }
+  throw RuntimeError("unknown memory kind");
+}
+
+void CudaBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {
+  if (offset > dst.size() || src.size() > dst.size() - offset)
+    throw RuntimeError("write outside its buffer");
+  if (dst.device() >= 0) set_device(dst.device());
+  XB_CUDA(cudaMemcpy(static_cast<std::byte*>(dst.data()) + offset, src.data(), src.size(),
+                     cudaMemcpyDefault));
+  // From pageable memory cudaMemcpy may return before the DMA has landed,
+  // and the copiers' non-blocking streams do not wait for it: wait here.
+  if (dst.kind() == MemKind::device) XB_CUDA(cudaDeviceSynchronize());
+}
+
+void CudaBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
+  if (offset > src.size() || dst.size() > src.size() - offset)
+    throw RuntimeError("read outside its buffer");
+  if (src.device() >= 0) set_device(src.device());
+  XB_CUDA(cudaMemcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size(),
+                     cudaMemcpyDefault));
+}
+
+std::unique_ptr<Stream> CudaBackend::create_stream(int device, const CopierOptions&) {
+  check_device(device);
+  return std::make_unique<CudaStream>(device);
+}
+
+std::unique_ptr<Event> CudaBackend::create_event() { return std::make_unique<CudaEvent>(); }
+
+std::unique_ptr<Copier> CudaBackend::copier(Method m, const CopierOptions& opts) {
+  return make_copier(*this, m, opts);
+}
+
+std::string CudaBackend::export_buffer(const Buffer& buf) {
+  if (buf.kind() != MemKind::device)
+    throw NotSupported("only device memory is exported through CUDA IPC");
+  set_device(buf.device());
+  cudaIpcMemHandle_t h{};
+  XB_CUDA(cudaIpcGetMemHandle(&h, buf.data()));
+  return std::string(reinterpret_cast<const char*>(&h), sizeof h);
+}
+
+std::unique_ptr<Buffer> CudaBackend::import_buffer(const std::string& handle, int device,
+                                                   Bytes size) {
+  check_device(device);
+  cudaIpcMemHandle_t h{};
+  if (handle.size() != sizeof h) throw RuntimeError("malformed CUDA IPC handle");
+  std::memcpy(&h, handle.data(), sizeof h);
+  set_device(device);
+  void* p = nullptr;
+  XB_CUDA(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+  return std::make_unique<CudaBuffer>(MemKind::device, device, size, p, CudaBuffer::Owner::ipc);
+}
+
+}  // namespace cuda
+
+BackendStatus probe_cuda() {
+  static const BackendStatus status = [] {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      int runtime = 0;
+      (void)cudaRuntimeGetVersion(&runtime);
+      std::string why =
+          fmt::format("no usable GPU: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+      if (e == cudaErrorInsufficientDriver)
+        why += fmt::format(": no NVIDIA driver here, or one older than CUDA {}.{} needs",
+                           runtime / 1000, runtime % 1000 / 10);
+      return BackendStatus{"cuda", false, why};
+    }
+    if (n == 0) {
+      const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
+      return BackendStatus{"cuda", false,
+                           vis ? fmt::format("no GPU visible (CUDA_VISIBLE_DEVICES={})", vis)
+                               : std::string("no GPU found")};
+    }
+    return BackendStatus{"cuda", true, ""};
+  }();
+  return status;
+}
+
+std::unique_ptr<Backend> make_cuda_backend() {
+  const BackendStatus s = probe_cuda();
+  if (!s.available) throw UsageError(fmt::format("backend 'cuda' is not available: {}", s.reason));
+  return std::make_unique<cuda::CudaBackend>();
+}
+
+}  // namespace xb

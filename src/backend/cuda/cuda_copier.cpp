@@ -1,0 +1,154 @@
+// The CUDA backend's copier: each op on its own stream, queued behind a
+// latch kernel so all ops start together (nvbandwidth's method), timed with
+// events around the copy. `dma` = cudaMemcpyAsync (copy engines); `core` =
+// SM copy kernels, direct or staged through shared memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_internal.hpp"
+#include "backend/cuda/cuda_kernels.hpp"
+#include "core/error.hpp"
+
+namespace xb::cuda {
+namespace {
+
+constexpr unsigned long long kLatchTimeoutNs = 10'000'000'000ULL;  // never hang
+
+// The device whose engine or SMs execute a copy: the source GPU (a push, as
+// nvbandwidth's CE and SM write copies), else the destination GPU.
+int executing_device(const CopyOp& op) {
+  if (op.src->device() >= 0) return op.src->device();
+  return std::max(op.dst->device(), 0);
+}
+
+struct Lane {  // not movable: the events own CUDA handles
+  std::unique_ptr<CudaStream> stream;
+  CudaEvent start, end;
+};
+
+class CudaCopier final : public Copier {
+ public:
+  CudaCopier(CudaBackend& backend, Method m, const CopierOptions& opts)
+      : backend_(backend), method_(m), opts_(opts) {
+    void* p = nullptr;
+    XB_CUDA(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocPortable | cudaHostAllocMapped));
+    flag_ = static_cast<int*>(p);
+    flag_[0] = 0;
+    flag_[1] = 0;
+  }
+  ~CudaCopier() override {
+    lanes_.clear();
+    if (flag_) (void)cudaFreeHost(const_cast<int*>(flag_));
+  }
+
+  Method method() const override { return method_; }
+
+  CopyTiming run(std::span<const CopyOp> ops) override {
+    // Everything that may block or fail runs before any latch spins.
+    bool latch = true;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const CopyOp& op = ops[i];
+      if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
+        throw RuntimeError("copy larger than its buffers");
+      const bool pageable =
+          op.src->kind() == MemKind::pageable || op.dst->kind() == MemKind::pageable;
+      if (pageable && method_ == Method::core)
+        throw NotSupported(
+            "core (SM kernel) copies need pinned host memory: kernels cannot address pageable "
+            "memory (use --host-mem pinned)");
+      // A pageable cudaMemcpyAsync may block the caller until it is done: no latch.
+      latch = latch && !pageable;
+      const int dev = executing_device(op);
+      prepare(dev);
+      for (const Buffer* b : {op.src, static_cast<const Buffer*>(op.dst)})
+        if (b->kind() == MemKind::device && b->device() != dev) backend_.enable_peer(dev, b->device());
+      lane_for(i, dev);
+    }
+    flag_[0] = 0;
+    flag_[1] = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    try {
+      for (std::size_t i = 0; i < ops.size(); ++i) enqueue(*lanes_[i], ops[i], latch);
+    } catch (...) {
+      release();  // never leave a latch spinning
+      throw;
+    }
+    release();
+    CopyTiming t;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      lanes_[i]->end.synchronize();
+      t.op_us.push_back(lanes_[i]->end.elapsed_us_since(lanes_[i]->start));
+      t.batch_us = std::max(t.batch_us, t.op_us.back());  // the longest op
+    }
+    if (flag_[1])
+      throw RuntimeError("the start latch timed out: copies were queued for more than 10 s");
+    return t;
+  }
+
+ private:
+  void enqueue(Lane& lane, const CopyOp& op, bool latch) {
+    const cudaStream_t s = lane.stream->get();
+    const int dev = lane.stream->device();
+    set_device(dev);
+    if (latch) XB_CUDA(launch_latch(s, flag_, kLatchTimeoutNs));
+    lane.stream->record(lane.start);
+    if (method_ == Method::dma)
+      XB_CUDA(cudaMemcpyAsync(op.dst->data(), op.src->data(), op.bytes, cudaMemcpyDefault, s));
+    else
+      XB_CUDA(launch_copy(s, op.dst->data(), op.src->data(), op.bytes, blocks(dev), opts_.tile));
+    lane.stream->record(lane.end);
+  }
+
+  void release() {
+    __atomic_store_n(&flag_[0], 1, __ATOMIC_SEQ_CST);  // every queued copy starts now
+  }
+
+  // Kernels loaded and the tile allowed on a device before its first latch:
+  // with lazy loading, a first launch behind a spinning latch could wait on it.
+  void prepare(int device) {
+    if (std::find(ready_.begin(), ready_.end(), device) != ready_.end()) return;
+    set_device(device);
+    XB_CUDA(preload_kernels());
+    if (method_ == Method::core && opts_.tile) XB_CUDA(allow_tile(opts_.tile));
+    ready_.push_back(device);
+  }
+
+  Lane& lane_for(std::size_t i, int device) {
+    while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
+    Lane& lane = *lanes_[i];
+    if (!lane.stream || lane.stream->device() != device)
+      lane.stream = std::make_unique<CudaStream>(device);
+    return lane;
+  }
+
+  int blocks(int device) const {
+    return opts_.threads > 0 ? opts_.threads : 2 * backend_.gpu(device).sms;
+  }
+
+  CudaBackend& backend_;
+  Method method_;
+  CopierOptions opts_;
+  volatile int* flag_ = nullptr;  // host-mapped: [0] start latch, [1] latch timed out
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<int> ready_;
+};
+
+}  // namespace
+
+std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts) {
+  if (opts.threads < 0) throw UsageError("--threads must be positive");
+  if (m == Method::core && opts.tile != 0) {
+    for (const auto& d : backend.devices()) {
+      const auto max = static_cast<Bytes>(backend.gpu(d.id).max_tile);
+      if (opts.tile % 16 != 0 || opts.tile > max)
+        throw UsageError(fmt::format(
+            "--tile {} does not fit GPU{}: a multiple of 16 up to {} bytes of shared memory per "
+            "block, or 0 for direct copies",
+            opts.tile, d.id, max));
+    }
+  }
+  return std::make_unique<CudaCopier>(backend, m, opts);
+}
+
+}  // namespace xb::cuda

@@ -1,0 +1,106 @@
+#pragma once
+// Internal to backend/cuda: the concrete backend, buffers, streams, events
+// and the copier. Only cuda_*.cpp and nccl_communicator.cpp include this.
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.hpp"
+
+namespace xb::cuda {
+
+// Throws RuntimeError "what: <CUDA error string> (<name>)" unless e is success.
+void check(cudaError_t e, const char* what);
+#define XB_CUDA(call) ::xb::cuda::check((call), #call)
+
+void set_device(int device);
+
+class CudaBuffer final : public Buffer {
+ public:
+  enum class Owner { cuda_malloc, cuda_host, heap, ipc };
+  CudaBuffer(MemKind kind, int device, Bytes size, void* data, Owner owner)
+      : Buffer(kind, device, size, data), owner_(owner) {}
+  ~CudaBuffer() override;
+
+ private:
+  Owner owner_;
+};
+
+class CudaEvent final : public Event {
+ public:
+  ~CudaEvent() override;
+  void synchronize() override;
+  bool query() override;
+  double elapsed_us_since(const Event& start) const override;
+  // The event, created on `device` (re-created if it lived on another).
+  cudaEvent_t on(int device);
+
+ private:
+  cudaEvent_t event_ = nullptr;
+  int device_ = -1;
+};
+
+class CudaStream final : public Stream {
+ public:
+  explicit CudaStream(int device);
+  ~CudaStream() override;
+  int device() const override { return device_; }
+  void copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) override;
+  void record(Event& event) override;
+  void synchronize() override;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+};
+
+struct GpuInfo {
+  DeviceInfo info;
+  std::string model;  // "NVIDIA H200"
+  std::string pci;    // "0000:17:00.0"
+  int sms = 0;
+  int max_tile = 0;  // opt-in shared memory per block, bytes
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend();
+  std::string name() const override { return "cuda"; }
+  const std::vector<DeviceInfo>& devices() const override { return devices_; }
+  Capabilities capabilities() const override;
+  Support method_support(Method m) const override;
+  Support peer_access(int src, int dst) const override;
+  std::string link_type(int a, int b) const override;
+  Bytes free_memory(MemKind kind, int device) const override;
+  std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) override;
+  void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override;
+  void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) override;
+  std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) override;
+  std::unique_ptr<Event> create_event() override;
+  std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) override;
+  std::string export_buffer(const Buffer& buf) override;
+  std::unique_ptr<Buffer> import_buffer(const std::string& handle, int device, Bytes size) override;
+
+  const GpuInfo& gpu(int device) const;
+  // Enables src's access to dst's memory once (a no-op for src == dst).
+  void enable_peer(int src, int dst);
+
+ private:
+  void check_device(int device) const;
+  std::vector<GpuInfo> gpus_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<Support> peer_;  // row-major src x dst
+  std::vector<bool> peer_enabled_;
+  std::vector<std::string> links_;
+};
+
+std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts);
+
+// Fills each GPU's NUMA node (hwloc) and returns the link types between
+// GPUs, row-major, in nvidia-smi topo's vocabulary: NVLink counts from NVML
+// when its library loads at run time, else the PCIe path hwloc sees.
+std::vector<std::string> read_topology(std::vector<GpuInfo>& gpus);
+
+}  // namespace xb::cuda

@@ -1,0 +1,187 @@
+// The NCCL communicator: one GPU per rank, the unique id broadcast through
+// the MPI runtime, every collective on one stream of that GPU.
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include "backend/cuda/cuda_internal.hpp"
+#include "coll/communicator.hpp"
+#include "core/error.hpp"
+
+namespace xb {
+namespace cuda {
+namespace {
+
+void nccl_check(ncclResult_t r, const char* what) {
+  if (r == ncclSuccess) return;
+  throw RuntimeError(fmt::format("{}: {}", what, ncclGetErrorString(r)));
+}
+#define XB_NCCL(call) nccl_check((call), #call)
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::int8:
+      return ncclInt8;
+    case DType::uint8:
+      return ncclUint8;
+    case DType::int32:
+      return ncclInt32;
+    case DType::int64:
+      return ncclInt64;
+    case DType::half:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::float32:
+      return ncclFloat32;
+    case DType::float64:
+      return ncclFloat64;
+  }
+  throw RuntimeError("unknown dtype");
+}
+
+ncclRedOp_t nccl_op(RedOp op) {
+  switch (op) {
+    case RedOp::sum:
+      return ncclSum;
+    case RedOp::prod:
+      return ncclProd;
+    case RedOp::min:
+      return ncclMin;
+    case RedOp::max:
+      return ncclMax;
+    case RedOp::avg:
+      return ncclAvg;
+  }
+  throw RuntimeError("unknown reduction");
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Runtime& rt, CudaBackend& backend) : rank_(rt.rank()), size_(rt.size()) {
+    // The host-local rank modulo the GPUs it sees: one GPU per rank on a
+    // node, or each rank's only GPU under per-rank CUDA_VISIBLE_DEVICES. Two
+    // ranks on one GPU are refused by NCCL itself.
+    device_ = rt.local_rank() % static_cast<int>(backend.devices().size());
+    ncclUniqueId id{};
+    std::string err;
+    if (rt.root()) {
+      const ncclResult_t r = ncclGetUniqueId(&id);
+      if (r != ncclSuccess) err = fmt::format("ncclGetUniqueId: {}", ncclGetErrorString(r));
+    }
+    err = rt.agree(err);  // the other ranks must not wait for an id that never comes
+    if (!err.empty()) throw RuntimeError(err);
+    rt.broadcast(std::as_writable_bytes(std::span(&id, 1)), 0);
+    set_device(device_);
+    XB_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    XB_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
+  }
+  ~NcclCommunicator() override {
+    if (comm_) (void)ncclCommDestroy(comm_);
+    if (stream_) (void)cudaStreamDestroy(stream_);
+    if (scratch_) (void)cudaFree(scratch_);
+  }
+
+  std::string name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MemKind buffer_kind() const override { return MemKind::device; }
+  int device() const override { return device_; }
+  std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const override {
+    return op == CollOp::reducescatter ? static_cast<std::size_t>(rank_) * recv_count : 0;
+  }
+
+  void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
+    XB_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_));
+  }
+  void allgather(const void* send, void* recv, std::size_t send_count, DType t) override {
+    XB_NCCL(ncclAllGather(send, recv, send_count, nccl_type(t), comm_, stream_));
+  }
+  void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
+                     RedOp op) override {
+    // NCCL's in place: the result is this rank's slot of the input.
+    if (send == recv)
+      recv = static_cast<std::byte*>(recv) +
+             static_cast<std::size_t>(rank_) * recv_count * dtype_size(t);
+    XB_NCCL(ncclReduceScatter(send, recv, recv_count, nccl_type(t), nccl_op(op), comm_, stream_));
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DType t, int root) override {
+    XB_NCCL(ncclBroadcast(send, recv, count, nccl_type(t), root, comm_, stream_));
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DType t, RedOp op,
+              int root) override {
+    XB_NCCL(ncclReduce(send, recv, count, nccl_type(t), nccl_op(op), root, comm_, stream_));
+  }
+  void alltoall(const void* send, void* recv, std::size_t count_per_peer, DType t) override {
+    const std::size_t bytes = count_per_peer * dtype_size(t);
+    send = apart(send, recv, bytes * static_cast<std::size_t>(size_));
+    grouped([&] {
+      ncclResult_t r = ncclSuccess;
+      for (int p = 0; p < size_ && r == ncclSuccess; ++p) {
+        const auto off = static_cast<std::size_t>(p) * bytes;
+        r = ncclSend(static_cast<const std::byte*>(send) + off, count_per_peer, nccl_type(t), p,
+                     comm_, stream_);
+        if (r == ncclSuccess)
+          r = ncclRecv(static_cast<std::byte*>(recv) + off, count_per_peer, nccl_type(t), p, comm_,
+                       stream_);
+      }
+      return r;
+    });
+  }
+  void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
+    send = apart(send, recv, count * dtype_size(t));
+    grouped([&] {
+      const ncclResult_t r =
+          ncclSend(send, count, nccl_type(t), (rank_ + 1) % size_, comm_, stream_);
+      return r != ncclSuccess
+                 ? r
+                 : ncclRecv(recv, count, nccl_type(t), (rank_ + size_ - 1) % size_, comm_, stream_);
+    });
+  }
+  void synchronize() override { XB_CUDA(cudaStreamSynchronize(stream_)); }
+
+ private:
+  // ncclGroupStart .. calls .. ncclGroupEnd, the group closed even when a call fails.
+  template <class Calls>
+  void grouped(Calls calls) {
+    XB_NCCL(ncclGroupStart());
+    const ncclResult_t r = calls();
+    const ncclResult_t end = ncclGroupEnd();
+    nccl_check(r, "ncclSend/ncclRecv");
+    nccl_check(end, "ncclGroupEnd");
+  }
+
+  // Point-to-point groups must not send from the bytes they receive into:
+  // in place, the input is first copied to scratch memory on the stream
+  // (inside the timed call, so in-place figures include that copy).
+  const void* apart(const void* send, void* recv, std::size_t bytes) {
+    if (send != recv) return send;
+    if (scratch_bytes_ < bytes) {
+      if (scratch_) XB_CUDA(cudaFree(scratch_));
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      set_device(device_);
+      XB_CUDA(cudaMalloc(&scratch_, bytes));
+      scratch_bytes_ = bytes;
+    }
+    XB_CUDA(cudaMemcpyAsync(scratch_, send, bytes, cudaMemcpyDeviceToDevice, stream_));
+    return scratch_;
+  }
+
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  int rank_, size_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  ncclComm_t comm_ = nullptr;
+};
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Communicator> make_nccl_communicator(Runtime& rt, Backend& backend) {
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(&backend);
+  if (!cb) throw UsageError("the NCCL communicator needs --backend cuda");
+  return std::make_unique<cuda::NcclCommunicator>(rt, *cb);
+}
+
+}  // namespace xb

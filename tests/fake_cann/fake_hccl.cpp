@@ -1,0 +1,281 @@
+// A fake HCCL for tests, built as libhccl.so: collectives among processes of
+// one host through a POSIX shared-memory segment named in the root info.
+// Every call publishes this rank's input in its slot, waits for all ranks,
+// computes its own output from the slots, and waits again, so in-place
+// calls are safe. Reductions follow HCCL's documented types (no uint8 or
+// double, no average: HCCL_E_NOT_SUPPORT). Buffers are the fake runtime's
+// host memory. FAKE_HCCL_FAIL=<entry point> makes that call return
+// HCCL_E_INTERNAL.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "coll/fp16.hpp"
+
+namespace {
+
+constexpr int kOk = 0, kPara = 1, kInternal = 4, kNotSupport = 5, kTimeout = 9;
+constexpr std::size_t kRootInfoBytes = 4108;
+constexpr std::size_t kSlot = 64ULL << 20;  // bytes one rank may publish per call
+
+struct Header {
+  std::atomic<std::uint32_t> arrived;
+  std::atomic<std::uint32_t> generation;
+  std::uint64_t bytes[64];  // what each rank published
+  std::uint32_t dest[64];   // batch send/recv: the rank each send is for
+};
+
+struct Comm {
+  std::string name;
+  Header* header = nullptr;
+  char* slots = nullptr;
+  std::size_t mapped = 0;
+  std::uint32_t n = 0, rank = 0;
+  char* slot(std::uint32_t r) const { return slots + r * kSlot; }
+};
+
+int injected(const char* fn) {
+  const char* f = std::getenv("FAKE_HCCL_FAIL");
+  return f && std::strcmp(f, fn) == 0;
+}
+
+int barrier(Comm& c) {
+  Header& h = *c.header;
+  const std::uint32_t gen = h.generation.load();
+  if (h.arrived.fetch_add(1) + 1 == c.n) {
+    h.arrived.store(0);
+    h.generation.fetch_add(1);
+    return kOk;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (h.generation.load() == gen) {
+    if (std::chrono::steady_clock::now() > deadline) return kTimeout;
+    sched_yield();
+  }
+  return kOk;
+}
+
+std::size_t type_size(int t) {
+  switch (t) {
+    case 0: case 7: return 1;           // int8, uint8
+    case 1: case 3: case 8: case 11: return 2;  // int16, fp16, uint16, bf16
+    case 2: case 4: case 9: return 4;   // int32, fp32, uint32
+    case 5: case 6: case 10: return 8;  // int64, uint64, fp64
+    default: return 0;
+  }
+}
+
+bool reducible(int t) { return t == 0 || t == 1 || t == 2 || t == 3 || t == 4 || t == 5 || t == 11; }
+
+double load(int t, const char* p, std::size_t i) {
+  switch (t) {
+    case 0: { std::int8_t v; std::memcpy(&v, p + i, 1); return v; }
+    case 1: { std::int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    case 2: { std::int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case 5: { std::int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case 4: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case 3: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); return xb::half_to_float(v); }
+    case 11: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); return xb::bf16_to_float(v); }
+    default: return 0;
+  }
+}
+
+void store(int t, char* p, std::size_t i, double x) {
+  switch (t) {
+    case 0: { auto v = static_cast<std::int8_t>(x); std::memcpy(p + i, &v, 1); break; }
+    case 1: { auto v = static_cast<std::int16_t>(x); std::memcpy(p + 2 * i, &v, 2); break; }
+    case 2: { auto v = static_cast<std::int32_t>(x); std::memcpy(p + 4 * i, &v, 4); break; }
+    case 5: { auto v = static_cast<std::int64_t>(x); std::memcpy(p + 8 * i, &v, 8); break; }
+    case 4: { auto v = static_cast<float>(x); std::memcpy(p + 4 * i, &v, 4); break; }
+    case 3: { auto v = xb::float_to_half(static_cast<float>(x)); std::memcpy(p + 2 * i, &v, 2); break; }
+    case 11: { auto v = xb::float_to_bf16(static_cast<float>(x)); std::memcpy(p + 2 * i, &v, 2); break; }
+    default: break;
+  }
+}
+
+// Element i of the reduction over all slots, each starting at byte `off`.
+// Accumulates in the element type, rank by rank, as a ring would.
+double reduce_at(const Comm& c, int t, int op, std::size_t off, std::size_t i) {
+  char tmp[8];
+  double acc = load(t, c.slot(0) + off, i);
+  for (std::uint32_t r = 1; r < c.n; ++r) {
+    const double x = load(t, c.slot(r) + off, i);
+    acc = op == 0 ? acc + x : op == 1 ? acc * x : op == 2 ? (x > acc ? x : acc) : (x < acc ? x : acc);
+    store(t, tmp, 0, acc);  // round to the type at every step
+    acc = load(t, tmp, 0);
+  }
+  return acc;
+}
+
+int publish(Comm& c, const void* src, std::size_t bytes) {
+  if (bytes > kSlot) return kPara;
+  if (bytes) std::memcpy(c.slot(c.rank), src, bytes);
+  c.header->bytes[c.rank] = bytes;
+  return barrier(c);
+}
+
+int check(void* comm, int t, const char* fn) {
+  if (injected(fn)) return kInternal;
+  if (!comm || type_size(t) == 0) return kPara;
+  return kOk;
+}
+
+}  // namespace
+
+extern "C" {
+
+int HcclGetRootInfo(void* info) {
+  if (injected("HcclGetRootInfo")) return kInternal;
+  if (!info) return kPara;
+  static int counter = 0;
+  std::memset(info, 0, kRootInfoBytes);
+  std::snprintf(static_cast<char*>(info), kRootInfoBytes, "/xb_fake_hccl_%d_%d", getpid(),
+                counter++);
+  return kOk;
+}
+
+int HcclCommInitRootInfo(std::uint32_t n, const void* info, std::uint32_t rank, void** comm) {
+  if (injected("HcclCommInitRootInfo")) return kInternal;
+  if (!info || !comm || n == 0 || n > 64 || rank >= n) return kPara;
+  auto* c = new Comm;
+  c->name = static_cast<const char*>(info);
+  c->n = n;
+  c->rank = rank;
+  c->mapped = 4096 + n * kSlot;
+  const int fd = shm_open(c->name.c_str(), O_CREAT | O_RDWR, 0600);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(c->mapped)) != 0) {
+    if (fd >= 0) close(fd);
+    delete c;
+    return kInternal;
+  }
+  void* p = mmap(nullptr, c->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    delete c;
+    return kInternal;
+  }
+  c->header = static_cast<Header*>(p);
+  c->slots = static_cast<char*>(p) + 4096;
+  *comm = c;
+  return barrier(*c);
+}
+
+int HcclCommDestroy(void* comm) {
+  if (!comm) return kPara;
+  auto* c = static_cast<Comm*>(comm);
+  const int r = barrier(*c);
+  munmap(c->header, c->mapped);
+  if (c->rank == 0) shm_unlink(c->name.c_str());
+  delete c;
+  return r;
+}
+
+int HcclAllReduce(void* send, void* recv, std::uint64_t count, int t, int op, void* comm, void*) {
+  if (int e = check(comm, t, "HcclAllReduce")) return e;
+  if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
+  Comm& c = *static_cast<Comm*>(comm);
+  if (int e = publish(c, send, count * type_size(t))) return e;
+  for (std::size_t i = 0; i < count; ++i) store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
+  return barrier(c);
+}
+
+int HcclAllGather(void* send, void* recv, std::uint64_t count, int t, void* comm, void*) {
+  if (int e = check(comm, t, "HcclAllGather")) return e;
+  Comm& c = *static_cast<Comm*>(comm);
+  const std::size_t bytes = count * type_size(t);
+  if (int e = publish(c, send, bytes)) return e;
+  for (std::uint32_t r = 0; r < c.n; ++r) std::memcpy(static_cast<char*>(recv) + r * bytes, c.slot(r), bytes);
+  return barrier(c);
+}
+
+int HcclReduceScatter(void* send, void* recv, std::uint64_t count, int t, int op, void* comm, void*) {
+  if (int e = check(comm, t, "HcclReduceScatter")) return e;
+  if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
+  Comm& c = *static_cast<Comm*>(comm);
+  const std::size_t bytes = count * type_size(t);
+  if (int e = publish(c, send, bytes * c.n)) return e;
+  for (std::size_t i = 0; i < count; ++i)
+    store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, c.rank * bytes, i));
+  return barrier(c);
+}
+
+int HcclBroadcast(void* buf, std::uint64_t count, int t, std::uint32_t root, void* comm, void*) {
+  if (int e = check(comm, t, "HcclBroadcast")) return e;
+  Comm& c = *static_cast<Comm*>(comm);
+  if (root >= c.n) return kPara;
+  const std::size_t bytes = count * type_size(t);
+  if (int e = publish(c, c.rank == root ? buf : nullptr, c.rank == root ? bytes : 0)) return e;
+  if (c.rank != root) std::memcpy(buf, c.slot(root), bytes);
+  return barrier(c);
+}
+
+int HcclReduce(void* send, void* recv, std::uint64_t count, int t, int op, std::uint32_t root,
+               void* comm, void*) {
+  if (int e = check(comm, t, "HcclReduce")) return e;
+  if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
+  Comm& c = *static_cast<Comm*>(comm);
+  if (root >= c.n) return kPara;
+  if (int e = publish(c, send, count * type_size(t))) return e;
+  if (c.rank == root)
+    for (std::size_t i = 0; i < count; ++i) store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
+  return barrier(c);
+}
+
+int HcclAlltoAll(const void* send, std::uint64_t send_count, int send_type, const void* recv,
+                 std::uint64_t recv_count, int recv_type, void* comm, void*) {
+  if (int e = check(comm, send_type, "HcclAlltoAll")) return e;
+  if (send_type != recv_type || send_count != recv_count) return kPara;
+  Comm& c = *static_cast<Comm*>(comm);
+  const std::size_t bytes = send_count * type_size(send_type);
+  if (int e = publish(c, send, bytes * c.n)) return e;
+  for (std::uint32_t r = 0; r < c.n; ++r)
+    std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + r * bytes, c.slot(r) + c.rank * bytes, bytes);
+  return barrier(c);
+}
+
+struct Item {  // HcclSendRecvItem
+  int type;
+  void* buf;
+  std::uint64_t count;
+  int dtype;
+  std::uint32_t remote;
+};
+
+// One send and one receive per rank (a ring step), as xferbench issues them.
+int HcclBatchSendRecv(void* items, std::uint32_t n, void* comm, void*) {
+  if (injected("HcclBatchSendRecv")) return kInternal;
+  if (!items || !comm || n != 2) return kPara;
+  Comm& c = *static_cast<Comm*>(comm);
+  const Item* it = static_cast<const Item*>(items);
+  const Item* send = it[0].type == 0 ? &it[0] : &it[1];
+  const Item* recv = it[0].type == 1 ? &it[0] : &it[1];
+  if (send->type != 0 || recv->type != 1 || type_size(send->dtype) == 0) return kPara;
+  c.header->dest[c.rank] = send->remote;
+  if (int e = publish(c, send->buf, send->count * type_size(send->dtype))) return e;
+  if (c.header->dest[recv->remote] != c.rank ||
+      c.header->bytes[recv->remote] != recv->count * type_size(recv->dtype))
+    return kPara;  // the peer's send was not for this receive
+  std::memcpy(recv->buf, c.slot(recv->remote), recv->count * type_size(recv->dtype));
+  return barrier(c);
+}
+
+const char* HcclGetErrorString(int code) {
+  switch (code) {
+    case kPara: return "parameter error";
+    case kInternal: return "internal error";
+    case kNotSupport: return "not supported";
+    case kTimeout: return "timeout";
+    default: return "error";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,30 @@
+#!/bin/sh
+# GPU CLI checks (CTest label `gpu`): exit 77 (skipped) with the reason where
+# no GPU is usable, else run the command and expect a pattern.
+# usage: gpu_cli.sh XFERBENCH PATTERN [mpiexec -n N|-] ARGS...
+xb=$1 pattern=$2 np=$3
+shift 3
+why=$("$xb" list --format json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for b in d.get("backends", []):
+    if b["name"] == "cuda" and not b["available"]:
+        print(b["reason"])')
+if [ -n "$why" ]; then
+  echo "SKIP: no GPU here: $why"
+  exit 77
+fi
+if [ "$np" = "gpus" ]; then  # one rank per GPU, at most 2
+  np=$("$xb" list --backend cuda --format json | /usr/bin/python3 -c '
+import json, sys
+print(min(2, len(json.load(sys.stdin)["env"]["devices"])))')
+fi
+if [ "$np" = "-" ]; then
+  out=$("$xb" "$@" 2>&1)
+else
+  out=$(mpiexec -n "$np" "$xb" "$@" 2>&1)
+fi
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || { echo "FAIL: exit code $rc"; exit 1; }
+echo "$out" | grep -Eq -- "$pattern" || { echo "FAIL: no line matches '$pattern'"; exit 1; }

@@ -1,0 +1,45 @@
+// Backend selection: every compiled-in backend is listed with a reason when
+// it cannot run, `auto` takes the first that can, and asking for one that
+// cannot is a usage error that carries the reason.
+#include <gtest/gtest.h>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+
+namespace xb {
+namespace {
+
+TEST(Backends, EveryBackendIsListedAndUnavailableOnesSayWhy) {
+  const auto all = probe_backends();
+  std::vector<std::string> names;
+  for (const auto& b : all) {
+    names.push_back(b.name);
+    if (!b.available) {
+      EXPECT_FALSE(b.reason.empty()) << b.name;
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"cuda", "ascend", "host"}));
+  EXPECT_TRUE(all.back().available);  // the host always runs
+}
+
+TEST(Backends, AutoTakesTheFirstAvailable) {
+  std::string first;
+  for (const auto& b : probe_backends())
+    if (b.available && first.empty()) first = b.name;
+  EXPECT_EQ(make_backend("auto")->name(), first);
+}
+
+TEST(Backends, AnUnavailableBackendIsAUsageErrorWithItsReason) {
+  for (const auto& b : probe_backends()) {
+    if (b.available) continue;
+    try {
+      make_backend(b.name);
+      ADD_FAILURE() << b.name << " was made although unavailable";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.reason), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xb
