@@ -167,7 +167,8 @@ Examples:
   xferbench copy                                  default: h2d,d2h,d2d, 2 B..32 MiB x2, dma and core
   xferbench copy -t d2d -s 256M --threads 2 --format json -o d2d.json
   xferbench copy -t p2p --bidir                   N x N matrices (XFERBENCH_HOST_DEVICES=4 on one node)
-  xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20)");
+  xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20
+  xferbench copy --backend cuda -s 1G --tile 0    GPU: copy engines vs direct SM copy kernels)");
   return {app, [args] {
             const CopyConfig cfg = to_config(*args);
             auto backend = make_backend(args->common.backend);

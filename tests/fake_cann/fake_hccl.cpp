@@ -3,7 +3,8 @@
 // Every call publishes this rank's input in its slot, waits for all ranks,
 // computes its own output from the slots, and waits again, so in-place
 // calls are safe. Reductions follow HCCL's documented types (no uint8 or
-// double, no average: HCCL_E_NOT_SUPPORT). Buffers are the fake runtime's
+// double, no average: HCCL_E_NOT_SUPPORT); overlapping send and receive
+// buffers of alltoall and reducescatter are HCCL_E_PARA. Buffers are the fake runtime's
 // host memory. FAKE_HCCL_FAIL=<entry point> makes that call return
 // HCCL_E_INTERNAL.
 #include <fcntl.h>
@@ -123,6 +124,14 @@ int publish(Comm& c, const void* src, std::size_t bytes) {
   return barrier(c);
 }
 
+// HCCL's documented rule for alltoall and the V collectives: the send and
+// receive ranges must not overlap.
+bool overlap(const void* a, std::size_t an, const void* b, std::size_t bn) {
+  const auto* x = static_cast<const char*>(a);
+  const auto* y = static_cast<const char*>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
 int check(void* comm, int t, const char* fn) {
   if (injected(fn)) return kInternal;
   if (!comm || type_size(t) == 0) return kPara;
@@ -202,6 +211,7 @@ int HcclReduceScatter(void* send, void* recv, std::uint64_t count, int t, int op
   if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = count * type_size(t);
+  if (overlap(send, bytes * c.n, recv, bytes)) return kPara;
   if (int e = publish(c, send, bytes * c.n)) return e;
   for (std::size_t i = 0; i < count; ++i)
     store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, c.rank * bytes, i));
@@ -236,6 +246,7 @@ int HcclAlltoAll(const void* send, std::uint64_t send_count, int send_type, cons
   if (send_type != recv_type || send_count != recv_count) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = send_count * type_size(send_type);
+  if (overlap(send, bytes * c.n, recv, bytes * c.n)) return kPara;
   if (int e = publish(c, send, bytes * c.n)) return e;
   for (std::uint32_t r = 0; r < c.n; ++r)
     std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + r * bytes, c.slot(r) + c.rank * bytes, bytes);

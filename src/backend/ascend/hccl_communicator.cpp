@@ -118,9 +118,13 @@ class HcclCommunicator final : public Communicator {
   }
   void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
                      RedOp op) override {
-    if (send == recv)  // in place: this rank's slot of the input, as NCCL
+    // In place the result is this rank's slot of the input (NCCL's layout),
+    // but HCCL takes no overlapping buffers: the input goes to scratch first.
+    if (send == recv) {
+      send = apart(send, recv, recv_count * dtype_size(t) * static_cast<std::size_t>(size_));
       recv = static_cast<std::byte*>(recv) +
              static_cast<std::size_t>(rank_) * recv_count * dtype_size(t);
+    }
     XB_HCCL(HcclReduceScatter, const_cast<void*>(send), recv, recv_count, hccl_type(t),
             hccl_op(op), comm_, stream_);
   }
@@ -154,8 +158,9 @@ class HcclCommunicator final : public Communicator {
   void synchronize() override { XB_ACL(aclrtSynchronizeStream, stream_); }
 
  private:
-  // In place, point-to-point exchanges first copy their input to scratch
-  // memory on the stream (inside the timed call), as on NCCL.
+  // In place, alltoall, sendrecv and reducescatter first copy their input to
+  // scratch memory on the stream (inside the timed call): HCCL documents
+  // that send and receive buffers must not overlap.
   const void* apart(const void* send, void* recv, std::size_t bytes) {
     if (send != recv) return send;
     if (scratch_bytes_ < bytes) {
