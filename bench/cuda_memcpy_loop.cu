@@ -9,13 +9,13 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                    \
-  do {                                                                           \
-    cudaError_t e_ = (x);                                                        \
-    if (e_ != cudaSuccess) {                                                     \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));              \
-      std::exit(1);                                                              \
-    }                                                                            \
+#define CK(x)                                                       \
+  do {                                                              \
+    cudaError_t e_ = (x);                                           \
+    if (e_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                 \
+    }                                                               \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -28,8 +28,14 @@ int main(int argc, char** argv) {
   const int iters = std::atoi(argv[3]);
   void *src = nullptr, *dst = nullptr;
   const bool h2d = !std::strcmp(kind, "h2d"), d2h = !std::strcmp(kind, "d2h");
-  if (h2d) CK(cudaMallocHost(&src, n)); else CK(cudaMalloc(&src, n));
-  if (d2h) CK(cudaMallocHost(&dst, n)); else CK(cudaMalloc(&dst, n));
+  if (h2d)
+    CK(cudaMallocHost(&src, n));
+  else
+    CK(cudaMalloc(&src, n));
+  if (d2h)
+    CK(cudaMallocHost(&dst, n));
+  else
+    CK(cudaMalloc(&dst, n));
   CK(cudaMemset(h2d ? dst : src, 1, n));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -26,13 +26,13 @@ const char* to_string(MemKind k) {
 const char* to_string(Method m) { return m == Method::dma ? "dma" : "core"; }
 
 std::string Backend::export_buffer(const Buffer&) {
-  throw NotSupported(fmt::format("the {} backend cannot share device memory between processes",
-                                 name()));
+  throw NotSupported(
+      fmt::format("the {} backend cannot share device memory between processes", name()));
 }
 
 std::unique_ptr<Buffer> Backend::import_buffer(const std::string&, int, Bytes) {
-  throw NotSupported(fmt::format("the {} backend cannot share device memory between processes",
-                                 name()));
+  throw NotSupported(
+      fmt::format("the {} backend cannot share device memory between processes", name()));
 }
 
 // `auto` prefers an accelerator, then the host.

@@ -22,8 +22,8 @@ const char* to_string(Method m);
 struct DeviceInfo {
   int id = 0;
   std::string name;
-  int numa = -1;     // NUMA node the device's memory sits on
-  Bytes memory = 0;  // capacity in bytes, 0 when unknown
+  int numa = -1;        // NUMA node the device's memory sits on
+  Bytes memory = 0;     // capacity in bytes, 0 when unknown
   double clock_hz = 0;  // the clock its cycle counts use, 0 when none
 };
 

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-
 #include <xferbench/version.hpp>
 
 #include "core/error.hpp"

@@ -24,8 +24,8 @@ int run_gemm_ar_command(GemmArgs& a, int argc, char** argv) {
                                         : GemmArMode::all;
   a.cfg.check = !a.no_check;
   const CommonOptions common = host_only(a.common, "gemm-ar");  // outlives the Output of `r`
-  Ranked r = start_ranked(common, a.ranks, argc, argv,
-                          [&](Runtime& rt) { validate_gemm_ar(rt, a.cfg); });
+  Ranked r =
+      start_ranked(common, a.ranks, argc, argv, [&](Runtime& rt) { validate_gemm_ar(rt, a.cfg); });
   GemmArResult res = run_gemm_ar(*r.rt, a.cfg);
   const auto& s = a.cfg.shape;
   Report report{"gemm-ar",

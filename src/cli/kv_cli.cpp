@@ -43,8 +43,7 @@ KvConfig to_config(const KvArgs& a) {
 int run_kv_command(const KvArgs& a, int argc, char** argv) {
   const KvConfig cfg = to_config(a);
   const CommonOptions common = host_only(a.common, "kv");  // outlives the Output of `r`
-  Ranked r =
-      start_ranked(common, a.ranks, argc, argv, [&](Runtime& rt) { validate_kv(rt, cfg); });
+  Ranked r = start_ranked(common, a.ranks, argc, argv, [&](Runtime& rt) { validate_kv(rt, cfg); });
   std::vector<Record> recs = run_kv(*r.rt, cfg);
   const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg.block_bytes)},
                          {"blocks", a.blocks},

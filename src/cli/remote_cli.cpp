@@ -98,8 +98,9 @@ Command add_remote(CLI::App& root, int argc, char** argv) {
   app->add_option("--tile", a.tile, "core: staging tile size (cuda: shared memory, 0 = direct)")
       ->type_name("SIZE")
       ->default_str("64K");
-  app->add_option("--threads", a.threads,
-                  "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM)")
+  app->add_option(
+         "--threads", a.threads,
+         "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM)")
       ->check(CLI::Range(1, 65535));
   app->add_option("--ranks", a.ranks, "outside mpiexec: start N ranks under mpiexec")
       ->check(CLI::Range(1, 4096));

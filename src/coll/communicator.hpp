@@ -30,6 +30,8 @@ class Communicator {
   // Whether the library takes this combination; its records are `waived`
   // with the reason otherwise (HCCL has no avg, no uint8/double reductions).
   virtual Support supports(CollOp, DType, RedOp) const { return Support::yes(); }
+  // Scratch for in-place calls of up to `bytes`, allocated now, outside timing.
+  virtual void reserve(std::size_t /*bytes*/) {}
 
   virtual void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) = 0;
   virtual void allgather(const void* send, void* recv, std::size_t send_count, DType t) = 0;

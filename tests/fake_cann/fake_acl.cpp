@@ -18,13 +18,13 @@
 namespace {
 
 constexpr int kOk = 0;
-constexpr int kInvalidParam = 100000;      // ACL_ERROR_INVALID_PARAM
-constexpr int kUninitialized = 100001;     // ACL_ERROR_UNINITIALIZE
-constexpr int kRepeatInit = 100002;        // ACL_ERROR_REPEAT_INITIALIZE
-constexpr int kInvalidDevice = 107001;     // ACL_ERROR_RT_INVALID_DEVICEID
-constexpr int kNoContext = 107002;         // ACL_ERROR_RT_CONTEXT_NULL
-constexpr int kOutOfMemory = 207001;       // ACL_ERROR_RT_MEMORY_ALLOCATION
-constexpr int kInjected = 507000;          // ACL_ERROR_RT_INTERNAL_ERROR
+constexpr int kInvalidParam = 100000;   // ACL_ERROR_INVALID_PARAM
+constexpr int kUninitialized = 100001;  // ACL_ERROR_UNINITIALIZE
+constexpr int kRepeatInit = 100002;     // ACL_ERROR_REPEAT_INITIALIZE
+constexpr int kInvalidDevice = 107001;  // ACL_ERROR_RT_INVALID_DEVICEID
+constexpr int kNoContext = 107002;      // ACL_ERROR_RT_CONTEXT_NULL
+constexpr int kOutOfMemory = 207001;    // ACL_ERROR_RT_MEMORY_ALLOCATION
+constexpr int kInjected = 507000;       // ACL_ERROR_RT_INTERNAL_ERROR
 
 struct Alloc {
   std::size_t size;
@@ -297,8 +297,7 @@ int aclrtEventElapsedTime(float* ms, void* start, void* end) {
 
 int aclrtDeviceCanAccessPeer(std::int32_t* can, std::int32_t device, std::int32_t peer) {
   if (int e = enter("aclrtDeviceCanAccessPeer")) return e;
-  if (!can || device == peer || device < 0 || peer < 0 || device >= devices() ||
-      peer >= devices())
+  if (!can || device == peer || device < 0 || peer < 0 || device >= devices() || peer >= devices())
     return fail(kInvalidParam, "bad device pair");
   *can = 1;
   return kOk;

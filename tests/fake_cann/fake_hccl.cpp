@@ -67,39 +67,112 @@ int barrier(Comm& c) {
 
 std::size_t type_size(int t) {
   switch (t) {
-    case 0: case 7: return 1;           // int8, uint8
-    case 1: case 3: case 8: case 11: return 2;  // int16, fp16, uint16, bf16
-    case 2: case 4: case 9: return 4;   // int32, fp32, uint32
-    case 5: case 6: case 10: return 8;  // int64, uint64, fp64
-    default: return 0;
+    case 0:
+    case 7:
+      return 1;  // int8, uint8
+    case 1:
+    case 3:
+    case 8:
+    case 11:
+      return 2;  // int16, fp16, uint16, bf16
+    case 2:
+    case 4:
+    case 9:
+      return 4;  // int32, fp32, uint32
+    case 5:
+    case 6:
+    case 10:
+      return 8;  // int64, uint64, fp64
+    default:
+      return 0;
   }
 }
 
-bool reducible(int t) { return t == 0 || t == 1 || t == 2 || t == 3 || t == 4 || t == 5 || t == 11; }
+bool reducible(int t) {
+  return t == 0 || t == 1 || t == 2 || t == 3 || t == 4 || t == 5 || t == 11;
+}
 
 double load(int t, const char* p, std::size_t i) {
   switch (t) {
-    case 0: { std::int8_t v; std::memcpy(&v, p + i, 1); return v; }
-    case 1: { std::int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
-    case 2: { std::int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case 5: { std::int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-    case 4: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case 3: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); return xb::half_to_float(v); }
-    case 11: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); return xb::bf16_to_float(v); }
-    default: return 0;
+    case 0: {
+      std::int8_t v;
+      std::memcpy(&v, p + i, 1);
+      return v;
+    }
+    case 1: {
+      std::int16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case 2: {
+      std::int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case 5: {
+      std::int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return static_cast<double>(v);
+    }
+    case 4: {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case 3: {
+      std::uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return xb::half_to_float(v);
+    }
+    case 11: {
+      std::uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return xb::bf16_to_float(v);
+    }
+    default:
+      return 0;
   }
 }
 
 void store(int t, char* p, std::size_t i, double x) {
   switch (t) {
-    case 0: { auto v = static_cast<std::int8_t>(x); std::memcpy(p + i, &v, 1); break; }
-    case 1: { auto v = static_cast<std::int16_t>(x); std::memcpy(p + 2 * i, &v, 2); break; }
-    case 2: { auto v = static_cast<std::int32_t>(x); std::memcpy(p + 4 * i, &v, 4); break; }
-    case 5: { auto v = static_cast<std::int64_t>(x); std::memcpy(p + 8 * i, &v, 8); break; }
-    case 4: { auto v = static_cast<float>(x); std::memcpy(p + 4 * i, &v, 4); break; }
-    case 3: { auto v = xb::float_to_half(static_cast<float>(x)); std::memcpy(p + 2 * i, &v, 2); break; }
-    case 11: { auto v = xb::float_to_bf16(static_cast<float>(x)); std::memcpy(p + 2 * i, &v, 2); break; }
-    default: break;
+    case 0: {
+      auto v = static_cast<std::int8_t>(x);
+      std::memcpy(p + i, &v, 1);
+      break;
+    }
+    case 1: {
+      auto v = static_cast<std::int16_t>(x);
+      std::memcpy(p + 2 * i, &v, 2);
+      break;
+    }
+    case 2: {
+      auto v = static_cast<std::int32_t>(x);
+      std::memcpy(p + 4 * i, &v, 4);
+      break;
+    }
+    case 5: {
+      auto v = static_cast<std::int64_t>(x);
+      std::memcpy(p + 8 * i, &v, 8);
+      break;
+    }
+    case 4: {
+      auto v = static_cast<float>(x);
+      std::memcpy(p + 4 * i, &v, 4);
+      break;
+    }
+    case 3: {
+      auto v = xb::float_to_half(static_cast<float>(x));
+      std::memcpy(p + 2 * i, &v, 2);
+      break;
+    }
+    case 11: {
+      auto v = xb::float_to_bf16(static_cast<float>(x));
+      std::memcpy(p + 2 * i, &v, 2);
+      break;
+    }
+    default:
+      break;
   }
 }
 
@@ -110,7 +183,10 @@ double reduce_at(const Comm& c, int t, int op, std::size_t off, std::size_t i) {
   double acc = load(t, c.slot(0) + off, i);
   for (std::uint32_t r = 1; r < c.n; ++r) {
     const double x = load(t, c.slot(r) + off, i);
-    acc = op == 0 ? acc + x : op == 1 ? acc * x : op == 2 ? (x > acc ? x : acc) : (x < acc ? x : acc);
+    acc = op == 0   ? acc + x
+          : op == 1 ? acc * x
+          : op == 2 ? (x > acc ? x : acc)
+                    : (x < acc ? x : acc);
     store(t, tmp, 0, acc);  // round to the type at every step
     acc = load(t, tmp, 0);
   }
@@ -193,7 +269,8 @@ int HcclAllReduce(void* send, void* recv, std::uint64_t count, int t, int op, vo
   if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
   if (int e = publish(c, send, count * type_size(t))) return e;
-  for (std::size_t i = 0; i < count; ++i) store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
+  for (std::size_t i = 0; i < count; ++i)
+    store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
   return barrier(c);
 }
 
@@ -202,11 +279,13 @@ int HcclAllGather(void* send, void* recv, std::uint64_t count, int t, void* comm
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = count * type_size(t);
   if (int e = publish(c, send, bytes)) return e;
-  for (std::uint32_t r = 0; r < c.n; ++r) std::memcpy(static_cast<char*>(recv) + r * bytes, c.slot(r), bytes);
+  for (std::uint32_t r = 0; r < c.n; ++r)
+    std::memcpy(static_cast<char*>(recv) + r * bytes, c.slot(r), bytes);
   return barrier(c);
 }
 
-int HcclReduceScatter(void* send, void* recv, std::uint64_t count, int t, int op, void* comm, void*) {
+int HcclReduceScatter(void* send, void* recv, std::uint64_t count, int t, int op, void* comm,
+                      void*) {
   if (int e = check(comm, t, "HcclReduceScatter")) return e;
   if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
@@ -236,7 +315,8 @@ int HcclReduce(void* send, void* recv, std::uint64_t count, int t, int op, std::
   if (root >= c.n) return kPara;
   if (int e = publish(c, send, count * type_size(t))) return e;
   if (c.rank == root)
-    for (std::size_t i = 0; i < count; ++i) store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
+    for (std::size_t i = 0; i < count; ++i)
+      store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
   return barrier(c);
 }
 
@@ -249,7 +329,8 @@ int HcclAlltoAll(const void* send, std::uint64_t send_count, int send_type, cons
   if (overlap(send, bytes * c.n, recv, bytes * c.n)) return kPara;
   if (int e = publish(c, send, bytes * c.n)) return e;
   for (std::uint32_t r = 0; r < c.n; ++r)
-    std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + r * bytes, c.slot(r) + c.rank * bytes, bytes);
+    std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + r * bytes, c.slot(r) + c.rank * bytes,
+                bytes);
   return barrier(c);
 }
 
@@ -281,11 +362,16 @@ int HcclBatchSendRecv(void* items, std::uint32_t n, void* comm, void*) {
 
 const char* HcclGetErrorString(int code) {
   switch (code) {
-    case kPara: return "parameter error";
-    case kInternal: return "internal error";
-    case kNotSupport: return "not supported";
-    case kTimeout: return "timeout";
-    default: return "error";
+    case kPara:
+      return "parameter error";
+    case kInternal:
+      return "internal error";
+    case kNotSupport:
+      return "not supported";
+    case kTimeout:
+      return "timeout";
+    default:
+      return "error";
   }
 }
 

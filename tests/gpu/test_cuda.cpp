@@ -9,10 +9,10 @@
 namespace xb {
 namespace {
 
-#define XB_NEED_GPU()                                                 \
-  do {                                                                \
-    const BackendStatus s = probe_cuda();                             \
-    if (!s.available) GTEST_SKIP() << "no GPU here: " << s.reason;    \
+#define XB_NEED_GPU()                                              \
+  do {                                                             \
+    const BackendStatus s = probe_cuda();                          \
+    if (!s.available) GTEST_SKIP() << "no GPU here: " << s.reason; \
   } while (0)
 
 std::vector<Record> copy_all(CopyConfig cfg) {
@@ -37,7 +37,8 @@ CopyConfig small_config() {
 void expect_all_ok(const std::vector<Record>& rs) {
   ASSERT_FALSE(rs.empty());
   for (const auto& r : rs) {
-    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.method << " " << r.bytes << ": " << r.reason;
+    EXPECT_EQ(r.status, Status::ok)
+        << r.kase << " " << r.method << " " << r.bytes << ": " << r.reason;
     EXPECT_TRUE(r.verified) << r.kase << " " << r.method << " " << r.bytes;
     EXPECT_GT(r.gbps_median, 0.0) << r.kase << " " << r.method << " " << r.bytes;
   }
@@ -126,7 +127,7 @@ TEST(Cuda, ConcurrentCopiesAreTimedFromACommonStart) {
 TEST(Cuda, BadTileIsAUsageError) {
   XB_NEED_GPU();
   auto b = make_cuda_backend();
-  EXPECT_THROW(b->copier(Method::core, {0, 100}), UsageError);           // not a multiple of 16
+  EXPECT_THROW(b->copier(Method::core, {0, 100}), UsageError);          // not a multiple of 16
   EXPECT_THROW(b->copier(Method::core, {0, 64ULL << 20}), UsageError);  // more than shared memory
 }
 

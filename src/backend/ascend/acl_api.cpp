@@ -13,7 +13,8 @@ namespace {
 std::vector<std::string> candidates(const char* lib) {
   std::vector<std::string> out;
   for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"})
-    if (const char* v = std::getenv(var); v && *v) out.push_back(fmt::format("{}/lib64/{}", v, lib));
+    if (const char* v = std::getenv(var); v && *v)
+      out.push_back(fmt::format("{}/lib64/{}", v, lib));
   for (const char* dir :
        {"/usr/local/Ascend/ascend-toolkit/latest/lib64", "/usr/local/Ascend/latest/lib64"})
     out.push_back(fmt::format("{}/{}", dir, lib));

@@ -39,8 +39,8 @@ struct AclApi {
   aclError (*aclrtFreeHost)(void* ptr);
   aclError (*aclrtMemcpy)(void* dst, std::size_t dst_max, const void* src, std::size_t count,
                           int kind);
-  aclError (*aclrtMemcpyAsync)(void* dst, std::size_t dst_max, const void* src,
-                               std::size_t count, int kind, aclrtStream stream);
+  aclError (*aclrtMemcpyAsync)(void* dst, std::size_t dst_max, const void* src, std::size_t count,
+                               int kind, aclrtStream stream);
   aclError (*aclrtGetMemInfo)(int attr, std::size_t* free, std::size_t* total);
   aclError (*aclrtCreateStream)(aclrtStream* stream);
   aclError (*aclrtDestroyStream)(aclrtStream stream);
@@ -51,8 +51,7 @@ struct AclApi {
   aclError (*aclrtSynchronizeEvent)(aclrtEvent event);
   aclError (*aclrtQueryEventStatus)(aclrtEvent event, int* status);
   aclError (*aclrtEventElapsedTime)(float* ms, aclrtEvent start, aclrtEvent end);
-  aclError (*aclrtDeviceCanAccessPeer)(std::int32_t* can, std::int32_t device,
-                                       std::int32_t peer);
+  aclError (*aclrtDeviceCanAccessPeer)(std::int32_t* can, std::int32_t device, std::int32_t peer);
   aclError (*aclrtDeviceEnablePeerAccess)(std::int32_t peer, std::uint32_t flags);
   // Optional (absent in older CANN): nullptr when missing.
   const char* (*aclrtGetSocName)();
@@ -100,14 +99,12 @@ struct HcclApi {
                               HcclReduceOp op, HcclComm comm, aclrtStream stream);
   HcclResult (*HcclAllGather)(void* send, void* recv, std::uint64_t send_count, HcclDataType t,
                               HcclComm comm, aclrtStream stream);
-  HcclResult (*HcclReduceScatter)(void* send, void* recv, std::uint64_t recv_count,
-                                  HcclDataType t, HcclReduceOp op, HcclComm comm,
-                                  aclrtStream stream);
+  HcclResult (*HcclReduceScatter)(void* send, void* recv, std::uint64_t recv_count, HcclDataType t,
+                                  HcclReduceOp op, HcclComm comm, aclrtStream stream);
   HcclResult (*HcclBroadcast)(void* buf, std::uint64_t count, HcclDataType t, std::uint32_t root,
                               HcclComm comm, aclrtStream stream);
   HcclResult (*HcclReduce)(void* send, void* recv, std::uint64_t count, HcclDataType t,
-                           HcclReduceOp op, std::uint32_t root, HcclComm comm,
-                           aclrtStream stream);
+                           HcclReduceOp op, std::uint32_t root, HcclComm comm, aclrtStream stream);
   HcclResult (*HcclAlltoAll)(const void* send, std::uint64_t send_count, HcclDataType send_type,
                              const void* recv, std::uint64_t recv_count, HcclDataType recv_type,
                              HcclComm comm, aclrtStream stream);

@@ -39,7 +39,7 @@ std::vector<std::string> visible_devices() {
   std::vector<std::string> out;
   const char* v = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
   std::string cur;
-  for (const char* c = v ? v : ""; ; ++c) {
+  for (const char* c = v ? v : "";; ++c) {
     if (*c == ',' || *c == '\0') {
       if (!cur.empty()) out.push_back(cur);
       cur.clear();
@@ -111,8 +111,8 @@ class DmaCopier final : public Copier {
       if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
         throw RuntimeError("copy larger than its buffers");
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const int dev = ops[i].src->device() >= 0 ? ops[i].src->device()
-                                                : std::max(ops[i].dst->device(), 0);
+      const int dev =
+          ops[i].src->device() >= 0 ? ops[i].src->device() : std::max(ops[i].dst->device(), 0);
       while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
       Lane& lane = *lanes_[i];
       if (!lane.stream || lane.stream->device() != dev)
@@ -166,16 +166,15 @@ class AscendBackend final : public Backend {
         std::int32_t can = 0;
         XB_ACL(aclrtDeviceCanAccessPeer, &can, s, d);
         if (!can) {
-          peer_.push_back(Support::no(
-              fmt::format("aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", s,
-                          d)));
+          peer_.push_back(Support::no(fmt::format(
+              "aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", s, d)));
           continue;
         }
         set_device(s);
         const aclError e = api().aclrtDeviceEnablePeerAccess(d, 0);
-        peer_.push_back(e == kAclSuccess ? Support::yes()
-                                         : Support::no(acl_error_text(
-                                               "aclrtDeviceEnablePeerAccess", e)));
+        peer_.push_back(e == kAclSuccess
+                            ? Support::yes()
+                            : Support::no(acl_error_text("aclrtDeviceEnablePeerAccess", e)));
       }
     }
   }
@@ -188,10 +187,9 @@ class AscendBackend final : public Backend {
     c.devices = static_cast<int>(devices_.size());
     c.dma_copy = c.pinned_host = true;
     c.core_copy = false;
-    c.peer_access = devices_.size() >= 2 &&
-                    std::count_if(peer_.begin(), peer_.end(), [](const Support& s) {
-                      return s.ok;
-                    }) > static_cast<long>(devices_.size());
+    c.peer_access = devices_.size() >= 2 && std::count_if(peer_.begin(), peer_.end(),
+                                                          [](const Support& s) { return s.ok; }) >
+                                                static_cast<long>(devices_.size());
     return c;
   }
   Support method_support(Method m) const override {
@@ -232,8 +230,8 @@ class AscendBackend final : public Backend {
     if (kind == MemKind::pinned) {
       const aclError e = api().aclrtMallocHost(&p, size);
       if (e != kAclSuccess)
-        throw RuntimeError(acl_error_text(
-            fmt::format("aclrtMallocHost of {}", format_capacity(size)).c_str(), e));
+        throw RuntimeError(
+            acl_error_text(fmt::format("aclrtMallocHost of {}", format_capacity(size)).c_str(), e));
       return std::make_unique<AscendBuffer>(kind, -1, size, p);
     }
     const Bytes rounded = (size + 4095) / 4096 * 4096;

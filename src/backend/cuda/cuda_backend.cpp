@@ -93,8 +93,8 @@ void CudaStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes
     throw RuntimeError("copy range outside its buffers");
   set_device(device_);
   XB_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst.data()) + dst_off,
-                          static_cast<const std::byte*>(src.data()) + src_off, n,
-                          cudaMemcpyDefault, stream_));
+                          static_cast<const std::byte*>(src.data()) + src_off, n, cudaMemcpyDefault,
+                          stream_));
 }
 
 void CudaStream::record(Event& event) {
@@ -142,10 +142,10 @@ CudaBackend::CudaBackend() {
     for (int d = 0; d < n; ++d) {
       int can = s == d;
       if (s != d) XB_CUDA(cudaDeviceCanAccessPeer(&can, s, d));
-      peer_.push_back(can ? Support::yes()
-                          : Support::no(fmt::format(
-                                "cudaDeviceCanAccessPeer({}, {}) = 0 (no NVLink or PCIe peer path)",
-                                s, d)));
+      peer_.push_back(
+          can ? Support::yes()
+              : Support::no(fmt::format(
+                    "cudaDeviceCanAccessPeer({}, {}) = 0 (no NVLink or PCIe peer path)", s, d)));
     }
   }
   peer_enabled_.assign(peer_.size(), false);
@@ -159,8 +159,8 @@ void CudaBackend::enable_peer(int src, int dst) {
   const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
   if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
     (void)cudaGetLastError();
-    throw RuntimeError(fmt::format("cudaDeviceEnablePeerAccess({} -> {}): {}", src, dst,
-                                   cudaGetErrorString(e)));
+    throw RuntimeError(
+        fmt::format("cudaDeviceEnablePeerAccess({} -> {}): {}", src, dst, cudaGetErrorString(e)));
   }
   (void)cudaGetLastError();
   peer_enabled_[i] = true;
@@ -224,12 +224,11 @@ std::unique_ptr<Buffer> CudaBackend::allocate(MemKind kind, int device, Bytes si
       return std::make_unique<CudaBuffer>(kind, device, size, p, CudaBuffer::Owner::cuda_malloc);
     }
     case MemKind::pinned: {
-      const cudaError_t e =
-          cudaHostAlloc(&p, size, cudaHostAllocPortable | cudaHostAllocMapped);
+      const cudaError_t e = cudaHostAlloc(&p, size, cudaHostAllocPortable | cudaHostAllocMapped);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        throw RuntimeError(fmt::format("cudaHostAlloc of {}: {}", format_capacity(size),
-                                       cudaGetErrorString(e)));
+        throw RuntimeError(
+            fmt::format("cudaHostAlloc of {}: {}", format_capacity(size), cudaGetErrorString(e)));
       }
       return std::make_unique<CudaBuffer>(kind, -1, size, p, CudaBuffer::Owner::cuda_host);
     }

@@ -62,7 +62,8 @@ class CudaCopier final : public Copier {
       const int dev = executing_device(op);
       prepare(dev);
       for (const Buffer* b : {op.src, static_cast<const Buffer*>(op.dst)})
-        if (b->kind() == MemKind::device && b->device() != dev) backend_.enable_peer(dev, b->device());
+        if (b->kind() == MemKind::device && b->device() != dev)
+          backend_.enable_peer(dev, b->device());
       lane_for(i, dev);
     }
     flag_[0] = 0;

@@ -6,8 +6,8 @@
 #include <hwloc.h>
 
 #include <algorithm>
-#include <memory>
 #include <cstdio>
+#include <memory>
 
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/host/hwloc_util.hpp"

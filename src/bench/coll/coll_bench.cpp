@@ -31,6 +31,7 @@ CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, Coll
   bufs.inplace =
       b.allocate(comm.buffer_kind(), comm.device(), std::max<Bytes>(std::max(send, recv) * es, 1));
   bufs.host.resize(std::max(send, recv) * es + 1);
+  comm.reserve(std::max(send, recv) * es);
   return bufs;
 }
 

@@ -174,8 +174,8 @@ void write_pattern(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed,
 // engines, timed by device events. Cycles are that time at the GPU's clock.
 RemoteResult run_remote_device(Runtime& rt, Backend& backend, const RemoteConfig& cfg) {
   if (cfg.transport)
-    throw UsageError(fmt::format("--transport applies to host windows; {} windows use IPC",
-                                 backend.name()));
+    throw UsageError(
+        fmt::format("--transport applies to host windows; {} windows use IPC", backend.name()));
   if (!rt.single_host())
     throw UsageError(fmt::format("remote on {} needs all ranks on one host (IPC)", backend.name()));
   const int peer = peer_of(rt, cfg);
@@ -199,8 +199,7 @@ RemoteResult run_remote_device(Runtime& rt, Backend& backend, const RemoteConfig
     if (is_root) {
       local = backend.allocate(MemKind::device, dev, biggest);
       peer_view = backend.import_buffer(handles[static_cast<std::size_t>(peer)], dev, biggest);
-      for (Method m : cfg.methods)
-        copiers[static_cast<int>(m)] = backend.copier(m, cfg.copier);
+      for (Method m : cfg.methods) copiers[static_cast<int>(m)] = backend.copier(m, cfg.copier);
     }
   } catch (const std::exception& e) {
     err = fmt::format("rank {}: {}", rt.rank(), e.what());
@@ -245,10 +244,11 @@ RemoteResult run_remote_device(Runtime& rt, Backend& backend, const RemoteConfig
   }
   peer_view.reset();  // unmap before the peer frees its window
   rt.barrier();
-  return share(rt, cfg, std::move(mine),
-               {{"transport", std::string("ipc")},
-                {"cycle_counter", fmt::format("{} device clock (event time x clock)", backend.name())},
-                {"cycle_hz", hz}});
+  return share(
+      rt, cfg, std::move(mine),
+      {{"transport", std::string("ipc")},
+       {"cycle_counter", fmt::format("{} device clock (event time x clock)", backend.name())},
+       {"cycle_hz", hz}});
 }
 
 }  // namespace
