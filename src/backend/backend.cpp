@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backend/ascend/ascend_backend.hpp"
 #include "backend/host/host_backend.hpp"
 #include "core/error.hpp"
@@ -24,6 +26,23 @@ const char* to_string(MemKind k) {
 }
 
 const char* to_string(Method m) { return m == Method::dma ? "dma" : "core"; }
+
+void check_range(const Buffer& b, Bytes offset, Bytes n, const char* what) {
+  if (offset > b.size() || n > b.size() - offset)
+    throw RuntimeError(
+        fmt::format("{} of {} B at offset {} outside its {} B buffer", what, n, offset, b.size()));
+}
+
+void check_ops(std::span<const CopyOp> ops) {
+  for (const auto& op : ops)
+    if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
+      throw RuntimeError("copy larger than its buffers");
+}
+
+int executing_device(const CopyOp& op) {
+  if (op.src->device() >= 0) return op.src->device();
+  return std::max(op.dst->device(), 0);
+}
 
 std::string Backend::export_buffer(const Buffer&) {
   throw NotSupported(

@@ -128,6 +128,16 @@ class Backend {
   virtual std::unique_ptr<Buffer> import_buffer(const std::string& handle, int device, Bytes size);
 };
 
+// Argument checks and conventions shared by every backend's copiers.
+// Throws RuntimeError unless [offset, offset + n) lies inside `b`; `what`
+// names the operation ("copy", "write", "read").
+void check_range(const Buffer& b, Bytes offset, Bytes n, const char* what);
+// Throws RuntimeError for an op without buffers or larger than either one.
+void check_ops(std::span<const CopyOp> ops);
+// The device whose engine or cores execute a copy: the device side, the
+// source for device-to-device copies (a push, as copy engines do).
+int executing_device(const CopyOp& op);
+
 // What `list` shows about a backend that may not be usable here.
 struct BackendStatus {
   std::string name;

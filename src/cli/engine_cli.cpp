@@ -125,10 +125,7 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
 int emit_engine(const CommonOptions& common, EngineRun run, const std::string& command,
                 Params params) {
   Output out(common);
-  EnvInfo env;
-  env.host = "";
-  auto backend = make_backend(host_only(common, "engine").backend);
-  env = env_of(*backend);
+  const EnvInfo env = env_of(*make_backend("host"));  // host_only() was checked before the run
   Report report{command, env, std::move(params), std::move(run.records), std::move(run.summary)};
   out.emit([&](Format f) { return format_report(report, f); });
   return finish(report, common);

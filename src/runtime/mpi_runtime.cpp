@@ -134,6 +134,7 @@ class MpiRuntime final : public Runtime {
               "MPI_Comm_split_type");
     int node_size = 0;
     MPI_Comm_size(node_, &node_size);
+    MPI_Comm_rank(node_, &local_rank_);
     int all_local = node_size == size_ ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     single_host_ = all_local == 1;
@@ -145,6 +146,7 @@ class MpiRuntime final : public Runtime {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   bool single_host() const override { return single_host_; }
+  int local_rank() const override { return local_rank_; }
   void barrier() override { mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
   void barrier(const std::function<void()>& progress) override {
     MPI_Request req;
@@ -193,6 +195,7 @@ class MpiRuntime final : public Runtime {
  private:
   int rank_ = 0, size_ = 1;
   bool single_host_ = true;
+  int local_rank_ = 0;
   bool owns_ = false;
   MPI_Comm node_ = MPI_COMM_NULL;
 };

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "core/error.hpp"
-#include "core/sysinfo.hpp"
 
 namespace xb {
 
@@ -25,13 +24,6 @@ std::string Runtime::agree(const std::string& local_error) {
 bool launched_by_mpiexec() {
   return std::getenv("PMI_RANK") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK") ||
          std::getenv("OMPI_COMM_WORLD_SIZE");
-}
-
-int Runtime::local_rank() {
-  const auto hosts = allgather(host_name());
-  int local = 0;
-  for (int r = 0; r < rank(); ++r) local += hosts[static_cast<std::size_t>(r)] == host_name();
-  return local;
 }
 
 int launcher_rank() {

@@ -49,6 +49,7 @@ class Runtime {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual bool single_host() const = 0;  // all ranks on one node
+  virtual int local_rank() const = 0;    // this rank's index among the ranks of its node
   virtual void barrier() = 0;
   // A barrier that keeps calling `progress` while it waits (a rank serving
   // one-sided traffic of another library must not stop progressing it).
@@ -68,8 +69,6 @@ class Runtime {
   // order), on every rank, so all ranks take the same branch.
   std::string agree(const std::string& local_error);
   bool root() const { return rank() == 0; }
-  // Collective: this rank's index among the ranks on its host (host names).
-  int local_rank();
 
  private:
   double reduce_one(double v, Reduce how) {

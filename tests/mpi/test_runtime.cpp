@@ -12,6 +12,7 @@ TEST(Runtime, RanksAndCollectives) {
   Runtime& rt = test_runtime();
   ASSERT_GE(rt.size(), 2) << "run under mpiexec -n 2 or more";
   EXPECT_TRUE(rt.single_host());
+  EXPECT_EQ(rt.local_rank(), rt.rank());  // one node: node order is world order
   const auto all = rt.allgather("rank" + std::to_string(rt.rank()));
   ASSERT_EQ(static_cast<int>(all.size()), rt.size());
   for (int r = 0; r < rt.size(); ++r)

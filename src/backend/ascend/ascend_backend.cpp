@@ -107,12 +107,9 @@ class DmaCopier final : public Copier {
  public:
   Method method() const override { return Method::dma; }
   CopyTiming run(std::span<const CopyOp> ops) override {
-    for (const auto& op : ops)
-      if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
-        throw RuntimeError("copy larger than its buffers");
+    check_ops(ops);
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const int dev =
-          ops[i].src->device() >= 0 ? ops[i].src->device() : std::max(ops[i].dst->device(), 0);
+      const int dev = executing_device(ops[i]);
       while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
       Lane& lane = *lanes_[i];
       if (!lane.stream || lane.stream->device() != dev)
@@ -241,15 +238,13 @@ class AscendBackend final : public Backend {
     return std::make_unique<AscendBuffer>(kind, -1, size, p);
   }
   void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override {
-    if (offset > dst.size() || src.size() > dst.size() - offset)
-      throw RuntimeError("write outside its buffer");
+    check_range(dst, offset, src.size(), "write");
     if (dst.device() >= 0) set_device(dst.device());
     XB_ACL(aclrtMemcpy, static_cast<std::byte*>(dst.data()) + offset, dst.size() - offset,
            src.data(), src.size(), dst.kind() == MemKind::device ? kHostToDevice : kHostToHost);
   }
   void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) override {
-    if (offset > src.size() || dst.size() > src.size() - offset)
-      throw RuntimeError("read outside its buffer");
+    check_range(src, offset, dst.size(), "read");
     if (src.device() >= 0) set_device(src.device());
     XB_ACL(aclrtMemcpy, dst.data(), dst.size(), static_cast<const std::byte*>(src.data()) + offset,
            dst.size(), src.kind() == MemKind::device ? kDeviceToHost : kHostToHost);
@@ -292,9 +287,8 @@ AscendStream::~AscendStream() {
 
 void AscendStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off,
                               Bytes n) {
-  if (src_off > src.size() || n > src.size() - src_off || dst_off > dst.size() ||
-      n > dst.size() - dst_off)
-    throw RuntimeError("copy range outside its buffers");
+  check_range(src, src_off, n, "copy");
+  check_range(dst, dst_off, n, "copy");
   set_device(device_);
   auto* d = static_cast<std::byte*>(dst.data()) + dst_off;
   const auto* s = static_cast<const std::byte*>(src.data()) + src_off;

@@ -88,9 +88,8 @@ CudaStream::~CudaStream() {
 }
 
 void CudaStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) {
-  if (src_off > src.size() || n > src.size() - src_off || dst_off > dst.size() ||
-      n > dst.size() - dst_off)
-    throw RuntimeError("copy range outside its buffers");
+  check_range(src, src_off, n, "copy");
+  check_range(dst, dst_off, n, "copy");
   set_device(device_);
   XB_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst.data()) + dst_off,
                           static_cast<const std::byte*>(src.data()) + src_off, n, cudaMemcpyDefault,
@@ -129,7 +128,7 @@ CudaBackend::CudaBackend() {
     g.info.clock_hz = khz * 1e3;
     gpus_.push_back(g);
   }
-  links_ = read_topology(gpus_);
+  read_numa(gpus_);
   for (auto& g : gpus_) {
     g.info.name = g.info.numa >= 0 ? fmt::format("GPU{} {} ({}, NUMA {})", g.info.id, g.model,
                                                  g.pci, g.info.numa)
@@ -197,6 +196,7 @@ Support CudaBackend::peer_access(int src, int dst) const {
 std::string CudaBackend::link_type(int a, int b) const {
   check_device(a);
   check_device(b);
+  std::call_once(links_once_, [this] { links_ = read_links(gpus_); });
   return links_[static_cast<std::size_t>(a) * gpus_.size() + static_cast<std::size_t>(b)];
 }
 
@@ -244,8 +244,7 @@ std::unique_ptr<Buffer> CudaBackend::allocate(MemKind kind, int device, Bytes si
 }
 
 void CudaBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {
-  if (offset > dst.size() || src.size() > dst.size() - offset)
-    throw RuntimeError("write outside its buffer");
+  check_range(dst, offset, src.size(), "write");
   if (dst.device() >= 0) set_device(dst.device());
   XB_CUDA(cudaMemcpy(static_cast<std::byte*>(dst.data()) + offset, src.data(), src.size(),
                      cudaMemcpyDefault));
@@ -255,8 +254,7 @@ void CudaBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> sr
 }
 
 void CudaBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
-  if (offset > src.size() || dst.size() > src.size() - offset)
-    throw RuntimeError("read outside its buffer");
+  check_range(src, offset, dst.size(), "read");
   if (src.device() >= 0) set_device(src.device());
   XB_CUDA(cudaMemcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size(),
                      cudaMemcpyDefault));

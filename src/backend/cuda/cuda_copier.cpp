@@ -15,13 +15,6 @@ namespace {
 
 constexpr unsigned long long kLatchTimeoutNs = 10'000'000'000ULL;  // never hang
 
-// The device whose engine or SMs execute a copy: the source GPU (a push, as
-// nvbandwidth's CE and SM write copies), else the destination GPU.
-int executing_device(const CopyOp& op) {
-  if (op.src->device() >= 0) return op.src->device();
-  return std::max(op.dst->device(), 0);
-}
-
 struct Lane {  // not movable: the events own CUDA handles
   std::unique_ptr<CudaStream> stream;
   CudaEvent start, end;
@@ -46,11 +39,10 @@ class CudaCopier final : public Copier {
 
   CopyTiming run(std::span<const CopyOp> ops) override {
     // Everything that may block or fail runs before any latch spins.
+    check_ops(ops);
     bool latch = true;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const CopyOp& op = ops[i];
-      if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
-        throw RuntimeError("copy larger than its buffers");
       const bool pageable =
           op.src->kind() == MemKind::pageable || op.dst->kind() == MemKind::pageable;
       if (pageable && method_ == Method::core)

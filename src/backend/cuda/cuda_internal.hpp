@@ -3,6 +3,7 @@
 // and the copier. Only cuda_*.cpp and nccl_communicator.cpp include this.
 #include <cuda_runtime_api.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -93,14 +94,17 @@ class CudaBackend final : public Backend {
   std::vector<DeviceInfo> devices_;
   std::vector<Support> peer_;  // row-major src x dst
   std::vector<bool> peer_enabled_;
-  std::vector<std::string> links_;
+  mutable std::once_flag links_once_;
+  mutable std::vector<std::string> links_;  // read on the first link_type()
 };
 
 std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts);
 
-// Fills each GPU's NUMA node (hwloc) and returns the link types between
-// GPUs, row-major, in nvidia-smi topo's vocabulary: NVLink counts from NVML
-// when its library loads at run time, else the PCIe path hwloc sees.
-std::vector<std::string> read_topology(std::vector<GpuInfo>& gpus);
+// Fills each GPU's nearest NUMA node (hwloc).
+void read_numa(std::vector<GpuInfo>& gpus);
+// The link types between GPUs, row-major, in nvidia-smi topo's vocabulary:
+// NVLink counts from NVML when its library loads at run time, else the PCIe
+// path hwloc sees. Slow (NVML start-up): only `topo` asks for it.
+std::vector<std::string> read_links(const std::vector<GpuInfo>& gpus);
 
 }  // namespace xb::cuda

@@ -126,20 +126,32 @@ int switch_links(const std::vector<PciAddr>& peers, const std::vector<PciAddr>& 
 
 }  // namespace
 
-std::vector<std::string> read_topology(std::vector<GpuInfo>& gpus) {
+namespace {
+
+// hwloc's I/O topology, or nullptr when it cannot be read (then NUMA nodes
+// and PCIe paths stay unknown).
+std::unique_ptr<host::Hwloc> io_topology() {
+  try {
+    return std::make_unique<host::Hwloc>(true);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+void read_numa(std::vector<GpuInfo>& gpus) {
+  const auto hw = io_topology();
+  if (!hw) return;
+  for (auto& g : gpus) g.info.numa = numa_of(hw->get(), pci_object(hw->get(), g.pci));
+}
+
+std::vector<std::string> read_links(const std::vector<GpuInfo>& gpus) {
   const std::size_t n = gpus.size();
   std::vector<std::string> links;
   std::vector<hwloc_obj_t> objs(n, nullptr);
-  std::unique_ptr<host::Hwloc> hw;
-  try {
-    hw = std::make_unique<host::Hwloc>(true);
-    for (std::size_t g = 0; g < n; ++g) {
-      objs[g] = pci_object(hw->get(), gpus[g].pci);
-      gpus[g].info.numa = numa_of(hw->get(), objs[g]);
-    }
-  } catch (const std::exception&) {
-    hw.reset();  // no topology: NUMA and PCIe paths stay unknown
-  }
+  const auto hw = io_topology();
+  for (std::size_t g = 0; hw && g < n; ++g) objs[g] = pci_object(hw->get(), gpus[g].pci);
   const NvLinks nv = nvlink_peers(gpus);
   std::vector<PciAddr> addr(n);
   for (std::size_t g = 0; g < n; ++g) parse_pci(gpus[g].pci, addr[g]);

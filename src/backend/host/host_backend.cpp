@@ -183,14 +183,12 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
 }
 
 void HostBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {
-  if (offset > dst.size() || src.size() > dst.size() - offset)
-    throw RuntimeError("write past buffer end");
+  check_range(dst, offset, src.size(), "write");
   std::memcpy(static_cast<std::byte*>(dst.data()) + offset, src.data(), src.size());
 }
 
 void HostBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
-  if (offset > src.size() || dst.size() > src.size() - offset)
-    throw RuntimeError("read past buffer end");
+  check_range(src, offset, dst.size(), "read");
   std::memcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size());
 }
 

@@ -20,11 +20,6 @@ Piece piece_of(Bytes n, int i, int parts) {
   return {begin, end - begin};
 }
 
-int executing_device(const CopyOp& op) {
-  if (op.src->device() >= 0) return op.src->device();
-  return std::max(op.dst->device(), 0);
-}
-
 // ---- events -----------------------------------------------------------------
 
 std::shared_ptr<EventState> HostEvent::arm() {
@@ -62,9 +57,8 @@ WorkerPool::Done signal(std::shared_ptr<EventState> st) {
 // ---- streams ----------------------------------------------------------------
 
 void HostStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) {
-  if (src_off > src.size() || n > src.size() - src_off || dst_off > dst.size() ||
-      n > dst.size() - dst_off)
-    throw RuntimeError("copy range outside its buffers");
+  check_range(src, src_off, n, "copy");
+  check_range(dst, dst_off, n, "copy");
   const auto* s = static_cast<const std::byte*>(src.data()) + src_off;
   auto* d = static_cast<std::byte*>(dst.data()) + dst_off;
   engine_.submit([s, d, n](int w, int nw) {
@@ -87,13 +81,6 @@ void HostStream::synchronize() {
 }
 
 namespace {
-
-// Validated before anything is queued: a gate must never be left closed.
-void check_ops(std::span<const CopyOp> ops) {
-  for (const auto& op : ops)
-    if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
-      throw RuntimeError("copy larger than its buffers");
-}
 
 // Queues a gate on every pool, then each op (queue_op returns its completion
 // state), opens the gate and waits: the common start of both copy methods.

@@ -97,8 +97,4 @@ class HostBackend final : public Backend {
 std::unique_ptr<Copier> make_dma_copier(HostBackend& backend, const CopierOptions& opts);
 std::unique_ptr<Copier> make_core_copier(HostBackend& backend, const CopierOptions& opts);
 
-// The device whose workers execute a copy: the device side, the source for
-// device-to-device copies (a push, as copy engines do).
-int executing_device(const CopyOp& op);
-
 }  // namespace xb::host
