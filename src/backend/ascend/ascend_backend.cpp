@@ -184,9 +184,7 @@ class AscendBackend final : public Backend {
     c.devices = static_cast<int>(devices_.size());
     c.dma_copy = c.pinned_host = true;
     c.core_copy = false;
-    c.peer_access = devices_.size() >= 2 && std::count_if(peer_.begin(), peer_.end(),
-                                                          [](const Support& s) { return s.ok; }) >
-                                                static_cast<long>(devices_.size());
+    c.peer_access = any_peer_pair(peer_, devices_.size());
     return c;
   }
   Support method_support(Method m) const override {

@@ -181,7 +181,7 @@ Capabilities CudaBackend::capabilities() const {
   c.backend = name();
   c.devices = static_cast<int>(devices_.size());
   c.dma_copy = c.core_copy = c.pinned_host = c.device_ipc = true;
-  for (const auto& p : peer_) c.peer_access = c.peer_access || (p.ok && devices_.size() >= 2);
+  c.peer_access = any_peer_pair(peer_, devices_.size());  // the diagonal does not count
   return c;
 }
 

@@ -316,6 +316,8 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
                                               backend.name()));
     return res;
   }
+  if (cfg.copier.tile < 64)  // same options on every rank: all throw alike
+    throw UsageError("--tile must be at least 64 bytes on the host backend");
   const int peer = peer_of(rt, cfg);
   const Transport tr = transport_of(rt, cfg);
   const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
