@@ -13,18 +13,6 @@
 
 namespace xb {
 
-const char* to_string(MemKind k) {
-  switch (k) {
-    case MemKind::device:
-      return "device";
-    case MemKind::pinned:
-      return "pinned";
-    case MemKind::pageable:
-      return "pageable";
-  }
-  return "?";
-}
-
 const char* to_string(Method m) { return m == Method::dma ? "dma" : "core"; }
 
 void check_range(const Buffer& b, Bytes offset, Bytes n, const char* what) {
@@ -58,6 +46,10 @@ std::string Backend::export_buffer(const Buffer&) {
 std::unique_ptr<Buffer> Backend::import_buffer(const std::string&, int, Bytes) {
   throw NotSupported(
       fmt::format("the {} backend cannot share device memory between processes", name()));
+}
+
+std::unique_ptr<Communicator> Backend::communicator(Runtime&) {
+  throw UsageError(fmt::format("the {} backend has no collective library in this build", name()));
 }
 
 // `auto` prefers an accelerator, then the host.

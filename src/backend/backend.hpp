@@ -8,15 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.hpp"
 #include "core/registry.hpp"
 #include "core/units.hpp"
 
 namespace xb {
 
-enum class MemKind { device, pinned, pageable };
+class Communicator;  // coll/communicator.hpp
+class Runtime;       // runtime/runtime.hpp
+
 enum class Method { dma, core };
 
-const char* to_string(MemKind k);
 const char* to_string(Method m);
 
 struct DeviceInfo {
@@ -126,6 +128,11 @@ class Backend {
   // handle on `device`. Backends without it throw NotSupported.
   virtual std::string export_buffer(const Buffer& buf);
   virtual std::unique_ptr<Buffer> import_buffer(const std::string& handle, int device, Bytes size);
+
+  // The backend's collective library over the runtime's ranks: MPI on host,
+  // NCCL on cuda, HCCL on ascend. Collective. Throws UsageError (the same on
+  // every rank) where the backend has none.
+  virtual std::unique_ptr<Communicator> communicator(Runtime& rt);
 };
 
 // Argument checks and conventions shared by every backend's copiers.

@@ -100,7 +100,7 @@ Command add_report(CLI::App& root) {
           }};
 }
 
-Command add_compare(CLI::App& root) {
+Command add_compare(CLI::App& root, const Families& families) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto threshold = std::make_shared<std::string>("5%");
   CLI::App* app =
@@ -108,14 +108,24 @@ Command add_compare(CLI::App& root) {
   app->add_option("files", *files, "BASE.json NEW.json")->required()->expected(2);
   app->add_option("--threshold", *threshold, "drop that counts as a regression (5% or 0.05)")
       ->default_str("5%");
+  std::string keys;
+  for (const auto& f : families) {
+    std::string k;
+    for (const auto& name : f->schema().keys()) k += (k.empty() ? "" : ", ") + name;
+    keys += fmt::format("\n  {:<8} {}; metric {}", f->name(), k.empty() ? "-" : k,
+                        f->schema().headline_name() == "gbps" ? std::string("median GB/s")
+                                                              : f->schema().headline_name());
+  }
   app->footer(
-      "Records match by command, case, method, src, dst, bytes and their family keys (op, dtype, "
-      "redop,\n"
-      "inplace, block, blocks, mode, transport); the metric is busbw for coll, else median GB/s.\n"
-      "Example:\n  xferbench compare base.json new.json --threshold 5%");
-  return {app, [files, threshold] {
+      "Records match by command, case, method, src, dst, bytes and their family's key fields:" +
+      keys + "\nExample:\n  xferbench compare base.json new.json --threshold 5%");
+  return {app, [files, threshold, &families] {
             const double t = parse_threshold(*threshold);
-            const Comparison c = compare_results((*files)[0], (*files)[1], t);
+            const Comparison c =
+                compare_results((*files)[0], (*files)[1], t, [&](const std::string& command) {
+                  const Family* f = find_family(families, command);
+                  return f ? &f->schema() : nullptr;
+                });
             std::cout << format_comparison(c, t) << std::flush;
             return c.regressions > 0 ? 1 : 0;
           }};

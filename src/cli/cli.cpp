@@ -3,170 +3,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 #include <xferbench/version.hpp>
 
 #include "core/error.hpp"
-#include "core/sweep.hpp"
-#include "core/sysinfo.hpp"
 
 namespace xb::cli {
-
-void add_common(CLI::App& app, CommonOptions& opts) {
-  app.add_option("--backend", opts.backend, "host, cuda, ascend or auto (first available)")
-      ->default_str("auto");
-  app.add_option("--format", opts.format, "table, json or csv")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
-      ->default_str("table");
-  app.add_option("-o,--output", opts.output, "write the --format output to FILE")
-      ->type_name("FILE");
-  app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
-  app.add_option("--min-bw", opts.min_bw,
-                 "exit 1 when a record's median GB/s (coll: busbw) is below this")
-      ->check(CLI::NonNegativeNumber);
-}
-
-int finish(const Report& report, const CommonOptions& opts) {
-  int rc = exit_code(report);
-  if (opts.min_bw <= 0) return rc;
-  int below = 0;
-  std::string worst;
-  double lowest = 1e300;
-  for (const auto& r : report.results) {
-    if (r.status != Status::ok) continue;
-    double bw = r.gbps_median;
-    for (const auto& [k, v] : r.extra)
-      if (k == "busbw" && std::holds_alternative<double>(v)) bw = std::get<double>(v);
-    if (bw >= opts.min_bw) continue;
-    ++below;
-    if (bw < lowest) {
-      lowest = bw;
-      worst = fmt::format("{} {} {} B", r.kase, r.method, r.bytes);
-    }
-  }
-  if (below == 0) return rc;
-  std::fprintf(stderr, "xferbench: %d record%s below --min-bw %g GB/s (lowest: %s at %.3f GB/s)\n",
-               below, below == 1 ? "" : "s", opts.min_bw, worst.c_str(), lowest);
-  return 1;
-}
-
-CommonOptions host_only(CommonOptions opts, const char* command) {
-  if (opts.backend == "auto") opts.backend = "host";
-  if (opts.backend != "host")
-    throw UsageError(fmt::format("{} runs on the host backend only in this version (not {})",
-                                 command, opts.backend));
-  return opts;
-}
-
-Bytes parse_tile(const std::string& text) {
-  return text == "0" ? 0 : parse_size(text, "--tile size");
-}
-
-EnvInfo env_of(const Backend& backend) {
-  EnvInfo env;
-  env.host = host_name();
-  env.cpu = cpu_model();
-  env.cores = online_cores();
-  env.backend = backend.name();
-  for (const auto& d : backend.devices()) env.devices.push_back({d.id, d.name, d.numa});
-  return env;
-}
-
-struct Output::File {
-  std::ofstream stream;
-};
-
-Output::Output(const CommonOptions& opts) : opts_(opts), format_(parse_format(opts.format)) {
-  if (opts.output.empty()) return;
-  file_ = std::make_unique<File>();
-  file_->stream.open(opts.output, std::ios::out | std::ios::trunc);
-  if (!file_->stream)
-    throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
-}
-
-Output::~Output() = default;
-
-void Output::emit(const std::function<std::string(Format)>& render) {
-  if (!file_) {
-    std::cout << render(format_) << std::flush;
-    return;
-  }
-  file_->stream << render(format_);
-  file_->stream.flush();
-  if (!file_->stream) throw RuntimeError(fmt::format("writing {} failed", opts_.output));
-  if (!opts_.quiet) std::cout << render(Format::table) << std::flush;
-}
-
-void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
-                      const std::string& default_max, const std::string& default_factor) {
-  app.add_option("-s,--size", a.size, "fixed size, e.g. 256M")->type_name("SIZE");
-  app.add_option("-b,--minbytes", a.min, "sweep start (default " + default_min + ")")
-      ->type_name("SIZE");
-  app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")
-      ->type_name("SIZE");
-  app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")")
-      ->check(CLI::PositiveNumber);
-  app.add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
-}
-
-std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
-                            double default_factor) {
-  if (a.fixed() && a.sweep_given()) throw UsageError("-s is exclusive with -b/-e/-f/-i");
-  if (a.fixed()) return {parse_size(a.size, "-s size")};
-  SweepSpec spec;
-  spec.min = a.min.empty() ? default_min : parse_size(a.min, "-b size");
-  spec.max = a.max.empty() ? default_max : parse_size(a.max, "-e size");
-  spec.step = a.step.empty() ? 0 : parse_size(a.step, "-i step");
-  spec.factor = spec.step ? a.factor : (a.factor != 0 ? a.factor : default_factor);
-  return expand_sweep(spec);
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const auto comma = s.find(',', start);
-    const auto item =
-        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-Ranked start_ranked(const CommonOptions& opts, int ranks, int argc, char** argv,
-                    const std::function<void(Runtime&)>& validate) {
-  if (ranks > 0 && !launched_by_mpiexec()) reexec_under_mpiexec(ranks, argc, argv);
-  Ranked r;
-  r.backend = make_backend(opts.backend);
-  r.rt = make_mpi_runtime();
-  if (ranks > 0 && ranks != r.rt->size())
-    throw UsageError(fmt::format("--ranks {} but mpiexec started {} ranks", ranks, r.rt->size()));
-  validate(*r.rt);
-  std::string err;
-  if (r.rt->root()) {
-    try {
-      r.out = std::make_unique<Output>(opts);
-    } catch (const UsageError& e) {
-      err = e.what();
-    }
-  }
-  err = r.rt->agree(err);
-  if (!err.empty()) throw UsageError(err);
-  return r;
-}
-
-int Ranked::report(Report r, const CommonOptions& opts) {
-  r.env = env_of(*backend);
-  r.env.ranks = rt->size();
-  if (out) out->emit([&](Format f) { return format_report(r, f); });
-  return finish(r, opts);
-}
 
 namespace {
 
@@ -192,17 +33,15 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("xferbench {} ({})", kVersion, kGitDescribe));
   app.require_subcommand(1);
   app.footer(kFooter);
-  std::vector<Command> cmds = {add_list(app),
-                               add_topo(app),
-                               add_copy(app),
-                               add_remote(app, argc, argv),
-                               add_coll(app, argc, argv),
-                               add_engine(app),
-                               add_kv(app, argc, argv),
-                               add_plot(app),
-                               add_report(app),
-                               add_compare(app),
-                               add_gemm_ar(app, argc, argv)};
+  const Families families = all_families();
+  std::vector<Command> cmds = {add_list(app, families), add_topo(app)};
+  for (const auto& f : families) {
+    CLI::App* sub = app.add_subcommand(f->name(), f->summary());
+    f->add_options(*sub);
+    cmds.push_back({sub, [&f, argc, argv] { return f->run({argc, argv}); }});
+  }
+  for (auto add : {add_plot, add_report}) cmds.push_back(add(app));
+  cmds.push_back(add_compare(app, families));
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "a subcommand is required"
     std::string names;
     bool known = false;

@@ -2,8 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include "backend/host/host_topology.hpp"
-#include "bench/copy/copy_bench.hpp"
 #include "cli/cli.hpp"
+#include "family/run.hpp"
 
 namespace xb::cli {
 namespace {
@@ -16,16 +16,16 @@ std::vector<std::string> device_names(const Backend& b) {
 
 }  // namespace
 
-Command add_list(CLI::App& root) {
-  auto opts = std::make_shared<CommonOptions>();
+Command add_list(CLI::App& root, const Families& families) {
+  auto opts = std::make_shared<RunOptions>();
   CLI::App* app =
       root.add_subcommand("list", "backends, devices and benchmarks, and why something cannot run");
-  add_common(*app, *opts);
-  return {app, [opts] {
+  add_output_options(*app, *opts);
+  return {app, [opts, &families] {
             auto backend = make_backend(opts->backend);
             Output out(*opts);
             Registry registry;
-            register_copy(registry);
+            for (const auto& f : families) f->cases(registry);
             ListView view;
             for (const auto& b : probe_backends())
               view.backends.push_back({b.name, b.available, b.reason});
@@ -34,7 +34,7 @@ Command add_list(CLI::App& root) {
             const Capabilities caps = backend->capabilities();
             for (const auto& def : registry.all()) {
               const Support s = def.filter(caps);
-              view.benchmarks.push_back({def.key, def.description, s.ok, s.reason});
+              view.benchmarks.push_back({def.key, def.family, def.description, s.ok, s.reason});
             }
             const EnvInfo env = env_of(*backend);
             out.emit([&](Format f) { return format_list(view, env, f); });
@@ -43,10 +43,10 @@ Command add_list(CLI::App& root) {
 }
 
 Command add_topo(CLI::App& root) {
-  auto opts = std::make_shared<CommonOptions>();
+  auto opts = std::make_shared<RunOptions>();
   CLI::App* app = root.add_subcommand(
       "topo", "CPUs, NUMA nodes, caches, PCI devices, distance and link matrices");
-  add_common(*app, *opts);
+  add_output_options(*app, *opts);
   return {app, [opts] {
             auto backend = make_backend(opts->backend);
             Output out(*opts);

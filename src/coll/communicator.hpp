@@ -1,17 +1,20 @@
 #pragma once
 // One interface for the collective libraries: MPI on hosts, NCCL on NVIDIA
-// GPUs, HCCL on Ascend NPUs, behind the same calls. Buffers are the library's memory kind
-// (host for MPI, device for NCCL/HCCL). Counts follow nccl-tests: allreduce,
-// broadcast, reduce, sendrecv take the message's element count; allgather the
-// per-rank send count; reducescatter the per-rank receive count; alltoall the
-// count per peer. In place: `send == recv`, except allgather, whose input
-// already sits at its slot of the result: `send == recv + rank * count`.
+// GPUs, HCCL on Ascend NPUs, behind the same calls. Each backend makes its
+// own (Backend::communicator); coll knows no backend. Buffers are the
+// library's memory kind (host for MPI, device for NCCL/HCCL). Counts follow
+// nccl-tests: allreduce, broadcast, reduce, sendrecv take the message's
+// element count; allgather the per-rank send count; reducescatter the
+// per-rank receive count; alltoall the count per peer. In place:
+// `send == recv`, except allgather, whose input already sits at its slot of
+// the result: `send == recv + rank * count`.
 #include <memory>
 #include <string>
 
-#include "backend/backend.hpp"
 #include "coll/dtype.hpp"
 #include "coll/model.hpp"
+#include "core/memory.hpp"
+#include "core/registry.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {
@@ -49,9 +52,5 @@ class Communicator {
 
 // The MPI communicator over the runtime's world (host memory).
 std::unique_ptr<Communicator> make_mpi_communicator(Runtime& rt);
-
-// The collective library of a backend: MPI on host, NCCL on cuda, HCCL on ascend. Throws
-// UsageError (the same on every rank) where the backend has none.
-std::unique_ptr<Communicator> make_communicator(Runtime& rt, Backend& backend);
 
 }  // namespace xb

@@ -3,7 +3,10 @@
 // reporters only format them (STYLE.md §2).
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -20,6 +23,18 @@ const char* to_string(Status s);
 using FieldValue = std::variant<std::int64_t, double, std::string, bool>;
 using Field = std::pair<std::string, FieldValue>;
 
+// The typed name of a family field: families declare theirs once
+// (`inline constexpr FieldKey<double> kBusbw{"busbw"}`) and read and write
+// records only through them, so a field has one name and one type.
+template <class T>
+struct FieldKey {
+  static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, std::string> || std::is_same_v<T, bool>,
+                "a field is an int64, a double, a string or a bool");
+  using type = T;
+  std::string_view name;
+};
+
 struct Record {
   std::string kase;    // "h2d", "d2h", "d2d", "p2p", "p2p_bidir", ...
   std::string method;  // "dma", "core", ...
@@ -33,7 +48,30 @@ struct Record {
   Stats time_us;
   double gbps_median = 0;
   double gbps_max = 0;
-  std::vector<Field> extra;
+  std::vector<Field> extra;  // family fields in the family's order (JSON keeps it)
+
+  // Sets a family field: replaces it in place, or appends it.
+  template <class T, class V>
+  void set(FieldKey<T> key, V&& value) {
+    for (auto& [k, v] : extra)
+      if (k == key.name) {
+        v = T(std::forward<V>(value));
+        return;
+      }
+    extra.emplace_back(std::string(key.name), T(std::forward<V>(value)));
+  }
+  // The field's value, or nullopt when the record lacks it (or holds
+  // another type under that name: a record read from an unknown writer).
+  template <class T>
+  std::optional<T> get(FieldKey<T> key) const {
+    for (const auto& [k, v] : extra)
+      if (k == key.name && std::holds_alternative<T>(v)) return std::get<T>(v);
+    return std::nullopt;
+  }
+  template <class T>
+  T get_or(FieldKey<T> key, T missing) const {
+    return get(key).value_or(std::move(missing));
+  }
 
   // Fills time_us and gbps_* from raw per-iteration samples.
   void set_samples(std::span<const double> samples_us);

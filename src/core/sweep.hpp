@@ -1,7 +1,10 @@
 #pragma once
 // Size sweeps: a fixed size (-s), or MIN..MAX (-b/-e) multiplied by a factor
 // (-f) or advanced by a step (-i), as nccl-tests and ascend-dmi do.
+#include <cstddef>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/units.hpp"
@@ -20,5 +23,9 @@ struct SweepSpec {
 // Throws UsageError for MIN > MAX, factor <= 1, both factor and step, or a
 // sweep of more than 100000 sizes.
 std::vector<Bytes> expand_sweep(const SweepSpec& spec);
+
+// Told before each step of a long sweep (done < total) and once at the end
+// (done == total); what it shows, and where, is the caller's business.
+using Progress = std::function<void(std::size_t done, std::size_t total, const std::string& what)>;
 
 }  // namespace xb

@@ -63,6 +63,7 @@ struct ListView {
   };
   struct BenchLine {
     std::string key;
+    std::string family;
     std::string description;
     bool runnable = false;
     std::string reason;

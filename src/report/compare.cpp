@@ -36,21 +36,24 @@ json load(const std::string& path) {
   return doc;
 }
 
-// The identity of a record: everything but the measurement.
-std::string key_of(const std::string& command, const json& r) {
+// The identity of a record: the common fields and the family's key fields.
+std::string key_of(const std::string& command, const RecordSchema* schema, const json& r) {
   std::string k =
       fmt::format("{} {} {} {}->{} {}", command, r.value("case", "?"), r.value("method", "?"),
                   r.value("src", -1), r.value("dst", -1), r.value("bytes", 0ULL));
-  for (const char* f : {"op", "dtype", "redop", "inplace", "block", "blocks", "mode", "transport"})
+  if (!schema) return k;
+  for (const auto& f : schema->keys())
     if (r.contains(f))
       k += fmt::format(" {}={}", f, r[f].is_string() ? r[f].get<std::string>() : r[f].dump());
   return k;
 }
 
-// busbw for collectives (what nccl-tests users compare), else median GB/s.
-std::pair<std::string, double> metric_of(const json& r) {
-  if (r.contains("busbw") && r["busbw"].is_number()) return {"busbw", r["busbw"].get<double>()};
-  return {"gbps", r.contains("gbps") ? r["gbps"].value("median", 0.0) : 0.0};
+// The family's headline metric: a field (coll's busbw), else median GB/s.
+std::pair<std::string, double> metric_of(const RecordSchema* schema, const json& r) {
+  const std::string name = schema ? schema->headline_name() : std::string(RecordSchema::kGbps);
+  if (name != RecordSchema::kGbps)
+    return {name, r.contains(name) && r[name].is_number() ? r[name].get<double>() : 0.0};
+  return {name, r.contains("gbps") ? r["gbps"].value("median", 0.0) : 0.0};
 }
 
 }  // namespace
@@ -76,28 +79,29 @@ double parse_threshold(const std::string& text) {
 }
 
 Comparison compare_results(const std::string& old_path, const std::string& new_path,
-                           double threshold) {
+                           double threshold, const SchemaLookup& schema_of) {
   const json a = load(old_path), b = load(new_path);
   if (a.value("command", "") != b.value("command", ""))
     throw UsageError(fmt::format("{} is from `{}`, {} from `{}`: nothing to compare", old_path,
                                  a.value("command", "?"), new_path, b.value("command", "?")));
   const std::string cmd = a.value("command", "");
+  const RecordSchema* schema = schema_of ? schema_of(cmd) : nullptr;
   std::map<std::string, const json*> old_by_key;
   for (const auto& r : a["results"])
-    if (r.value("status", "") == "ok") old_by_key[key_of(cmd, r)] = &r;
+    if (r.value("status", "") == "ok") old_by_key[key_of(cmd, schema, r)] = &r;
   Comparison c;
   std::map<std::string, bool> seen;
   for (const auto& r : b["results"]) {
     if (r.value("status", "") != "ok") continue;
-    const std::string k = key_of(cmd, r);
+    const std::string k = key_of(cmd, schema, r);
     auto it = old_by_key.find(k);
     if (it == old_by_key.end()) {
       c.only_new.push_back(k);
       continue;
     }
     seen[k] = true;
-    const auto [name, nv] = metric_of(r);
-    const double ov = metric_of(*it->second).second;
+    const auto [name, nv] = metric_of(schema, r);
+    const double ov = metric_of(schema, *it->second).second;
     CompareRow row{k, name, ov, nv, ov > 0 ? nv / ov : 0, false};
     row.regression = ov > 0 && nv < ov * (1 - threshold);
     c.regressions += row.regression ? 1 : 0;

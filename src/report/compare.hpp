@@ -1,14 +1,17 @@
 #pragma once
 // `xferbench compare`: matches the records of two result files by their
 // keys and flags regressions past a threshold (a CI gate).
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "core/schema.hpp"
 
 namespace xb {
 
 struct CompareRow {
   std::string key;     // "copy d2d dma 0->0 268435456"
-  std::string metric;  // "gbps" or "busbw"
+  std::string metric;  // the headline: "gbps" (median GB/s) or a field ("busbw")
   double old_value = 0;
   double new_value = 0;
   double ratio = 0;  // new / old
@@ -25,10 +28,16 @@ struct Comparison {
 // missing or unreadable file, non-JSON, another schema, or no results.
 std::string load_result_text(const std::string& path);
 
-// threshold: fractional drop that counts (0.05 = 5%). Throws UsageError for
+// The schema of a command's records, or nullptr for a command this build
+// does not know (its records then match on the common fields only).
+using SchemaLookup = std::function<const RecordSchema*(const std::string& command)>;
+
+// threshold: fractional drop that counts (0.05 = 5%). Records match on the
+// common identity (case, method, src, dst, bytes) and the family's key
+// fields; the metric is the family's headline. Throws UsageError for
 // documents of different commands.
 Comparison compare_results(const std::string& old_path, const std::string& new_path,
-                           double threshold);
+                           double threshold, const SchemaLookup& schema_of);
 std::string format_comparison(const Comparison& c, double threshold);
 
 // "5%" or "0.05" -> 0.05. Throws UsageError.

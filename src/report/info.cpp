@@ -1,6 +1,8 @@
 // `topo` and `list` output: tables for people, JSON for tools.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "report/json_common.hpp"
 #include "report/report.hpp"
@@ -107,6 +109,7 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
       backends.push_back({{"name", b.name}, {"available", b.available}, {"reason", b.reason}});
     for (const auto& b : l.benchmarks)
       benches.push_back({{"key", b.key},
+                         {"family", b.family},
                          {"description", b.description},
                          {"runnable", b.runnable},
                          {"reason", b.reason}});
@@ -123,10 +126,16 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
   out += fmt::format("\nDevices ({} backend)\n", l.selected);
   for (std::size_t i = 0; i < l.device_names.size(); ++i)
     out += fmt::format("  {:>3}  {}\n", i, l.device_names[i]);
+  std::size_t width = 10;
+  for (const auto& b : l.benchmarks) width = std::max(width, b.key.size());
   out += "\nBenchmarks\n";
-  for (const auto& b : l.benchmarks)
-    out += fmt::format("  {:<10} {:<6} {}{}\n", b.key, b.runnable ? "runs" : "waived",
+  std::string family;
+  for (const auto& b : l.benchmarks) {
+    if (b.family != family && !family.empty()) out += "\n";
+    family = b.family;
+    out += fmt::format("  {:<{}} {:<6} {}{}\n", b.key, width, b.runnable ? "runs" : "waived",
                        b.description, b.runnable ? "" : " (" + b.reason + ")");
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "report/report.hpp"
 
+#include <stdexcept>
+
 #include "core/error.hpp"
 
 namespace xb {
@@ -17,9 +19,10 @@ std::string format_report(const Report& r, Format f) {
       return format_json(r);
     case Format::csv:
       return format_csv(r);
-    default:
-      return format_table(r);
+    case Format::table:
+      break;
   }
+  throw std::logic_error("format_report: the table is rendered by the record's family");
 }
 
 int exit_code(const Report& r) {

@@ -23,8 +23,8 @@ struct Report {
   Params summary;  // run-level conclusions (crossover, counter rate); may be empty
 };
 
+// JSON or CSV. The table is the family's (family/family.hpp: render).
 std::string format_report(const Report& r, Format f);
-std::string format_table(const Report& r);
 std::string format_json(const Report& r);
 std::string format_csv(const Report& r);
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -100,5 +101,12 @@ TEST(CliJson, TopoAndListDocuments) {
   ASSERT_EQ(list["backends"].size(), 3u);
   EXPECT_EQ(list["backends"][2]["name"], "host");  // `auto` order: accelerators first
   EXPECT_TRUE(list["backends"][2]["available"]);
-  EXPECT_EQ(list["benchmarks"].size(), 4u);
+  std::set<std::string> families;
+  int copy_cases = 0;
+  for (const auto& b : list["benchmarks"]) {
+    families.insert(b["family"].get<std::string>());
+    copy_cases += b["family"] == "copy" ? 1 : 0;
+  }
+  EXPECT_EQ(copy_cases, 4);  // h2d, d2h, d2d, p2p
+  EXPECT_EQ(families, (std::set<std::string>{"copy", "remote", "coll", "engine", "kv", "gemm-ar"}));
 }

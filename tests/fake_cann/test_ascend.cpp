@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "backend/ascend/ascend_backend.hpp"
-#include "bench/copy/copy_bench.hpp"
 #include "core/error.hpp"
+#include "family/copy/copy_bench.hpp"
 
 namespace xb {
 namespace {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "backend/cuda/cuda_backend.hpp"
-#include "bench/copy/copy_bench.hpp"
 #include "core/error.hpp"
+#include "family/copy/copy_bench.hpp"
 
 namespace xb {
 namespace {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
-#include "bench/coll/coll_bench.hpp"
 #include "core/error.hpp"
+#include "family/coll/coll_bench.hpp"
 #include "mpi_env.hpp"
 
 namespace xb {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "bench/gemm_ar/gemm_ar_bench.hpp"
 #include "core/error.hpp"
+#include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "mpi_env.hpp"
 
 namespace xb {

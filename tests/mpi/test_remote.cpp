@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.hpp"
-#include "bench/remote/remote_bench.hpp"
 #include "core/error.hpp"
+#include "family/remote/remote_bench.hpp"
 #include "mpi_env.hpp"
 #include "report/report.hpp"
 

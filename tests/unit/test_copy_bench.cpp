@@ -3,8 +3,8 @@
 #include <cstdlib>
 
 #include "backend/backend.hpp"
-#include "bench/copy/copy_bench.hpp"
 #include "core/error.hpp"
+#include "family/copy/copy_bench.hpp"
 
 namespace xb {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "bench/copy/copy_plan.hpp"
+#include "family/copy/copy_plan.hpp"
 
 namespace xb {
 

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "bench/engine/engine_bench.hpp"
 #include "core/error.hpp"
 #include "engine/bootstrap.hpp"
 #include "engine/wire.hpp"
+#include "family/engine/engine_bench.hpp"
 
 namespace xb::engine {
 

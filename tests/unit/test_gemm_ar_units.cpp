@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "gemm_ar/sync.hpp"
-#include "gemm_ar/tiling.hpp"
+#include "family/gemm_ar/sync.hpp"
+#include "family/gemm_ar/tiling.hpp"
 
 namespace xb {
 

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "bench/copy/copy_bench.hpp"
 #include "core/registry.hpp"
+#include "family/copy/copy_bench.hpp"
 
 namespace xb {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "bench/remote/remote_bench.hpp"
+#include "family/remote/remote_bench.hpp"
 
 namespace xb {
 namespace {

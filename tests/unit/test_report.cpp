@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "family/coll/coll_family.hpp"
+#include "family/copy/copy_family.hpp"
 #include "report/report.hpp"
 
 namespace xb {
@@ -86,7 +88,9 @@ TEST(Report, JsonHasTheSchemaFields) {
   EXPECT_DOUBLE_EQ(doc["results"][6]["cycles"].get<double>(), 123.5);
 }
 
-TEST(Report, TableMatchesGolden) { check_golden("report.txt", format_table(sample())); }
+TEST(Report, TableMatchesGolden) {
+  check_golden("report.txt", render_table(*make_copy_family(), sample()));
+}
 
 TEST(Report, CsvMatchesGolden) { check_golden("report.csv", format_csv(sample())); }
 
@@ -117,7 +121,9 @@ Report coll_sample() {
   return r;
 }
 
-TEST(Report, CollTableMatchesGolden) { check_golden("coll.txt", format_table(coll_sample())); }
+TEST(Report, CollTableMatchesGolden) {
+  check_golden("coll.txt", render_table(*make_coll_family(), coll_sample()));
+}
 
 TEST(Report, CollJsonMatchesGolden) {
   auto doc = nlohmann::ordered_json::parse(format_json(coll_sample()));

@@ -2,11 +2,10 @@
 // through the AscendCL table opened at run time.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 
 #include "backend/ascend/ascend_internal.hpp"
+#include "coll/communicator.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 
@@ -64,41 +63,42 @@ class AscendBuffer final : public Buffer {
   }
 };
 
+struct EventApi {
+  using Handle = aclrtEvent;
+  static aclrtEvent create(int device) {
+    set_device(device);
+    aclrtEvent e = nullptr;
+    XB_ACL(aclrtCreateEvent, &e);
+    return e;
+  }
+  static void destroy(aclrtEvent e) noexcept { (void)api().aclrtDestroyEvent(e); }
+};
+
 class AscendEvent final : public Event {
  public:
-  ~AscendEvent() override {
-    if (event_) (void)api().aclrtDestroyEvent(event_);
-  }
-  aclrtEvent on(int device) {
-    if (event_ && device_ == device) return event_;
-    if (event_) (void)api().aclrtDestroyEvent(event_);
-    event_ = nullptr;
-    set_device(device);
-    XB_ACL(aclrtCreateEvent, &event_);
-    device_ = device;
-    return event_;
-  }
+  // The event, created on `device` (re-created if it lived on another).
+  aclrtEvent on(int device) { return event_.on(device); }
   void synchronize() override {
-    if (!event_) throw RuntimeError("event synchronized before it was recorded");
-    XB_ACL(aclrtSynchronizeEvent, event_);
+    if (!event_.get()) throw RuntimeError("event synchronized before it was recorded");
+    XB_ACL(aclrtSynchronizeEvent, event_.get());
   }
   bool query() override {
-    if (!event_) return false;
+    if (!event_.get()) return false;
     int status = 0;
-    XB_ACL(aclrtQueryEventStatus, event_, &status);
+    XB_ACL(aclrtQueryEventStatus, event_.get(), &status);
     return status == kAclEventComplete;
   }
   double elapsed_us_since(const Event& start) const override {
     const auto* s = dynamic_cast<const AscendEvent*>(&start);
-    if (!s || !s->event_ || !event_) throw RuntimeError("elapsed time of an unrecorded event");
+    if (!s || !s->event_.get() || !event_.get())
+      throw RuntimeError("elapsed time of an unrecorded event");
     float ms = 0;
-    XB_ACL(aclrtEventElapsedTime, &ms, s->event_, event_);
+    XB_ACL(aclrtEventElapsedTime, &ms, s->event_.get(), event_.get());
     return static_cast<double>(ms) * 1000.0;
   }
 
  private:
-  aclrtEvent event_ = nullptr;
-  int device_ = -1;
+  DeviceEventHandle<EventApi> event_;
 };
 
 // Runtime copies on one stream per op, bracketed by events. No kernel can
@@ -109,30 +109,16 @@ class DmaCopier final : public Copier {
   CopyTiming run(std::span<const CopyOp> ops) override {
     check_ops(ops);
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const int dev = executing_device(ops[i]);
-      while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
-      Lane& lane = *lanes_[i];
-      if (!lane.stream || lane.stream->device() != dev)
-        lane.stream = std::make_unique<AscendStream>(dev);
+      auto& lane = lanes_.at(i, executing_device(ops[i]));
       lane.stream->record(lane.start);
       lane.stream->copy_async(*ops[i].src, 0, *ops[i].dst, 0, ops[i].bytes);
       lane.stream->record(lane.end);
     }
-    CopyTiming t;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      lanes_[i]->end.synchronize();
-      t.op_us.push_back(lanes_[i]->end.elapsed_us_since(lanes_[i]->start));
-      t.batch_us = std::max(t.batch_us, t.op_us.back());
-    }
-    return t;
+    return lanes_.timing(ops.size());
   }
 
  private:
-  struct Lane {  // not movable: the events own runtime handles
-    std::unique_ptr<AscendStream> stream;
-    AscendEvent start, end;
-  };
-  std::vector<std::unique_ptr<Lane>> lanes_;
+  Lanes<AscendStream, AscendEvent> lanes_;
 };
 
 class AscendBackend final : public Backend {
@@ -154,26 +140,17 @@ class AscendBackend final : public Backend {
         info.name += fmt::format(" (physical {})", visible[static_cast<std::size_t>(d)]);
       devices_.push_back(info);
     }
-    for (int s = 0; s < static_cast<int>(n); ++s) {
-      for (int d = 0; d < static_cast<int>(n); ++d) {
-        if (s == d) {
-          peer_.push_back(Support::yes());
-          continue;
-        }
-        std::int32_t can = 0;
-        XB_ACL(aclrtDeviceCanAccessPeer, &can, s, d);
-        if (!can) {
-          peer_.push_back(Support::no(fmt::format(
-              "aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", s, d)));
-          continue;
-        }
-        set_device(s);
-        const aclError e = api().aclrtDeviceEnablePeerAccess(d, 0);
-        peer_.push_back(e == kAclSuccess
-                            ? Support::yes()
-                            : Support::no(acl_error_text("aclrtDeviceEnablePeerAccess", e)));
-      }
-    }
+    peer_ = peer_matrix(static_cast<int>(n), [](int s, int d) {
+      std::int32_t can = 0;
+      XB_ACL(aclrtDeviceCanAccessPeer, &can, s, d);
+      if (!can)
+        return Support::no(
+            fmt::format("aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", s, d));
+      set_device(s);
+      const aclError e = api().aclrtDeviceEnablePeerAccess(d, 0);
+      return e == kAclSuccess ? Support::yes()
+                              : Support::no(acl_error_text("aclrtDeviceEnablePeerAccess", e));
+    });
   }
 
   std::string name() const override { return "ascend"; }
@@ -196,7 +173,7 @@ class AscendBackend final : public Backend {
   Support peer_access(int src, int dst) const override {
     check_device(src);
     check_device(dst);
-    return peer_[index(src, dst)];
+    return peer_[pair_index(src, dst, devices_.size())];
   }
   std::string link_type(int a, int b) const override {
     if (a == b) return "X";
@@ -229,11 +206,7 @@ class AscendBackend final : public Backend {
             acl_error_text(fmt::format("aclrtMallocHost of {}", format_capacity(size)).c_str(), e));
       return std::make_unique<AscendBuffer>(kind, -1, size, p);
     }
-    const Bytes rounded = (size + 4095) / 4096 * 4096;
-    p = std::aligned_alloc(4096, std::max<Bytes>(rounded, 4096));
-    if (!p) throw RuntimeError(fmt::format("out of host memory for {}", format_capacity(size)));
-    std::memset(p, 0, std::max<Bytes>(rounded, 4096));
-    return std::make_unique<AscendBuffer>(kind, -1, size, p);
+    return std::make_unique<AscendBuffer>(kind, -1, size, alloc_pageable(size));
   }
   void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override {
     check_range(dst, offset, src.size(), "write");
@@ -256,15 +229,13 @@ class AscendBackend final : public Backend {
     if (m != Method::dma) throw NotSupported(method_support(m).reason);
     return std::make_unique<DmaCopier>();
   }
+  std::unique_ptr<Communicator> communicator(Runtime& rt) override {
+    return make_hccl_communicator(rt, *this);
+  }
 
  private:
-  std::size_t index(int s, int d) const {
-    return static_cast<std::size_t>(s) * devices_.size() + static_cast<std::size_t>(d);
-  }
   void check_device(int device) const {
-    if (device < 0 || device >= static_cast<int>(devices_.size()))
-      throw UsageError(fmt::format("device {} out of range: the ascend backend has {} NPU{}",
-                                   device, devices_.size(), devices_.size() == 1 ? "" : "s"));
+    check_device_index(device, devices_.size(), name(), "NPU");
   }
   std::vector<DeviceInfo> devices_;
   std::vector<Support> peer_;

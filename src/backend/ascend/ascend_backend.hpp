@@ -9,17 +9,10 @@
 
 namespace xb {
 
-class Communicator;
-class Runtime;
-
 // Whether CANN loads and sees an NPU here, and if not why.
 BackendStatus probe_ascend();
 
 // Throws UsageError when the backend is unavailable.
 std::unique_ptr<Backend> make_ascend_backend();
-
-// An HCCL communicator, one NPU per rank (host-local rank), the root info
-// broadcast through the runtime. `backend` must be the Ascend backend.
-std::unique_ptr<Communicator> make_hccl_communicator(Runtime& rt, Backend& backend);
 
 }  // namespace xb

@@ -5,6 +5,7 @@
 
 #include "backend/ascend/acl_api.hpp"
 #include "backend/ascend/ascend_backend.hpp"
+#include "backend/common/device_common.hpp"
 
 namespace xb::ascend {
 
@@ -28,5 +29,9 @@ class AscendStream final : public Stream {
   int device_;
   aclrtStream stream_ = nullptr;
 };
+
+// An HCCL communicator, one NPU per rank (host-local rank), the root info
+// broadcast through the runtime. `backend` is the Ascend backend.
+std::unique_ptr<Communicator> make_hccl_communicator(Runtime& rt, Backend& backend);
 
 }  // namespace xb::ascend

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "backend/ascend/ascend_internal.hpp"
-#include "coll/communicator.hpp"
+#include "backend/common/device_communicator.hpp"
 #include "core/error.hpp"
 
 namespace xb {
@@ -63,9 +63,20 @@ HcclReduceOp hccl_op(RedOp op) {
   throw NotSupported("HCCL has no average reduction");
 }
 
-class HcclCommunicator final : public Communicator {
+// Scratch memory of the communicator's NPU.
+struct ScratchApi {
+  static void* allocate(int device, std::size_t bytes) {
+    set_device(device);
+    void* p = nullptr;
+    XB_ACL(aclrtMalloc, &p, bytes, kAclMallocHugeFirst);
+    return p;
+  }
+  static void release(void* p) { XB_ACL(aclrtFree, p); }
+};
+
+class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
  public:
-  HcclCommunicator(Runtime& rt, Backend& backend) : rank_(rt.rank()), size_(rt.size()) {
+  HcclCommunicator(Runtime& rt, Backend& backend) : DeviceCommunicator(rt.rank(), rt.size()) {
     const int npus = static_cast<int>(backend.devices().size());
     const int local = rt.local_rank();
     std::string err;
@@ -88,18 +99,10 @@ class HcclCommunicator final : public Communicator {
   }
   ~HcclCommunicator() override {
     if (comm_) (void)hccl_api().HcclCommDestroy(comm_);
-    if (scratch_) (void)api().aclrtFree(scratch_);
     if (stream_) (void)api().aclrtDestroyStream(stream_);
   }
 
   std::string name() const override { return "hccl"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  MemKind buffer_kind() const override { return MemKind::device; }
-  int device() const override { return device_; }
-  std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const override {
-    return op == CollOp::reducescatter ? static_cast<std::size_t>(rank_) * recv_count : 0;
-  }
   Support supports(CollOp op, DType t, RedOp r) const override {
     if (!is_reduction(op)) return Support::yes();
     if (r == RedOp::avg) return Support::no("HCCL has no average reduction");
@@ -121,8 +124,7 @@ class HcclCommunicator final : public Communicator {
     // but HCCL takes no overlapping buffers: the input goes to scratch first.
     if (send == recv) {
       send = apart(send, recv, recv_count * dtype_size(t) * static_cast<std::size_t>(size_));
-      recv = static_cast<std::byte*>(recv) +
-             static_cast<std::size_t>(rank_) * recv_count * dtype_size(t);
+      recv = result_slot(recv, recv_count, t);
     }
     XB_HCCL(HcclReduceScatter, const_cast<void*>(send), recv, recv_count, hccl_type(t), hccl_op(op),
             comm_, stream_);
@@ -147,50 +149,32 @@ class HcclCommunicator final : public Communicator {
   }
   void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
     send = apart(send, recv, count * dtype_size(t));
-    HcclSendRecvItem items[2] = {{kHcclSend, const_cast<void*>(send), count, hccl_type(t),
-                                  static_cast<std::uint32_t>((rank_ + 1) % size_)},
-                                 {kHcclRecv, recv, count, hccl_type(t),
-                                  static_cast<std::uint32_t>((rank_ + size_ - 1) % size_)}};
+    HcclSendRecvItem items[2] = {
+        {kHcclSend, const_cast<void*>(send), count, hccl_type(t),
+         static_cast<std::uint32_t>(next())},
+        {kHcclRecv, recv, count, hccl_type(t), static_cast<std::uint32_t>(prev())}};
     XB_HCCL(HcclBatchSendRecv, items, 2u, comm_, stream_);
   }
-  void reserve(std::size_t bytes) override {
-    if (scratch_bytes_ < bytes) {
-      if (scratch_) XB_ACL(aclrtFree, scratch_);
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      set_device(device_);
-      XB_ACL(aclrtMalloc, &scratch_, bytes, kAclMallocHugeFirst);
-      scratch_bytes_ = bytes;
-    }
-  }
-
   void synchronize() override { XB_ACL(aclrtSynchronizeStream, stream_); }
 
  private:
   // In place, alltoall, sendrecv and reducescatter first copy their input to
-  // scratch memory on the stream (inside the timed call): HCCL documents
-  // that send and receive buffers must not overlap.
-  const void* apart(const void* send, void* recv, std::size_t bytes) {
-    if (send != recv) return send;
-    reserve(bytes);  // normally done by the harness, outside timing
-    XB_ACL(aclrtMemcpyAsync, scratch_, scratch_bytes_, send, bytes, kDeviceToDevice, stream_);
-    return scratch_;
+  // scratch memory on the stream with this (apart()): HCCL documents that
+  // send and receive buffers must not overlap.
+  void copy_on_stream(void* dst, std::size_t dst_bytes, const void* src,
+                      std::size_t bytes) override {
+    XB_ACL(aclrtMemcpyAsync, dst, dst_bytes, src, bytes, kDeviceToDevice, stream_);
   }
 
-  int rank_, size_;
-  int device_ = 0;
   aclrtStream stream_ = nullptr;
   HcclComm comm_ = nullptr;
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
 };
 
 }  // namespace
-}  // namespace ascend
 
 std::unique_ptr<Communicator> make_hccl_communicator(Runtime& rt, Backend& backend) {
-  if (backend.name() != "ascend") throw UsageError("the HCCL communicator needs --backend ascend");
-  return std::make_unique<ascend::HcclCommunicator>(rt, backend);
+  return std::make_unique<HcclCommunicator>(rt, backend);
 }
 
+}  // namespace ascend
 }  // namespace xb

@@ -40,28 +40,23 @@ CudaBuffer::~CudaBuffer() {
 
 // ---- events -------------------------------------------------------------------
 
-CudaEvent::~CudaEvent() {
-  if (event_) (void)cudaEventDestroy(event_);
+cudaEvent_t EventApi::create(int device) {
+  set_device(device);
+  cudaEvent_t e = nullptr;
+  XB_CUDA(cudaEventCreate(&e));
+  return e;
 }
 
-cudaEvent_t CudaEvent::on(int device) {
-  if (event_ && device_ == device) return event_;
-  if (event_) (void)cudaEventDestroy(event_);
-  event_ = nullptr;
-  set_device(device);
-  XB_CUDA(cudaEventCreate(&event_));
-  device_ = device;
-  return event_;
-}
+void EventApi::destroy(cudaEvent_t e) noexcept { (void)cudaEventDestroy(e); }
 
 void CudaEvent::synchronize() {
-  if (!event_) throw RuntimeError("event synchronized before it was recorded");
-  XB_CUDA(cudaEventSynchronize(event_));
+  if (!event_.get()) throw RuntimeError("event synchronized before it was recorded");
+  XB_CUDA(cudaEventSynchronize(event_.get()));
 }
 
 bool CudaEvent::query() {
-  if (!event_) return false;
-  const cudaError_t e = cudaEventQuery(event_);
+  if (!event_.get()) return false;
+  const cudaError_t e = cudaEventQuery(event_.get());
   if (e == cudaErrorNotReady) return false;
   XB_CUDA(e);
   return true;
@@ -69,10 +64,12 @@ bool CudaEvent::query() {
 
 double CudaEvent::elapsed_us_since(const Event& start) const {
   const auto* s = dynamic_cast<const CudaEvent*>(&start);
-  if (!s || !s->event_ || !event_) throw RuntimeError("elapsed time of an unrecorded event");
-  if (s->device_ != device_) throw RuntimeError("elapsed time between events of two GPUs");
+  if (!s || !s->event_.get() || !event_.get())
+    throw RuntimeError("elapsed time of an unrecorded event");
+  if (s->event_.device() != event_.device())
+    throw RuntimeError("elapsed time between events of two GPUs");
   float ms = 0;
-  XB_CUDA(cudaEventElapsedTime(&ms, s->event_, event_));
+  XB_CUDA(cudaEventElapsedTime(&ms, s->event_.get(), event_.get()));
   return static_cast<double>(ms) * 1000.0;
 }
 
@@ -137,22 +134,18 @@ CudaBackend::CudaBackend() {
   }
   // Which pairs may copy directly; access is enabled on first use, so a rank
   // creates contexts only on the GPUs it touches.
-  for (int s = 0; s < n; ++s) {
-    for (int d = 0; d < n; ++d) {
-      int can = s == d;
-      if (s != d) XB_CUDA(cudaDeviceCanAccessPeer(&can, s, d));
-      peer_.push_back(
-          can ? Support::yes()
-              : Support::no(fmt::format(
-                    "cudaDeviceCanAccessPeer({}, {}) = 0 (no NVLink or PCIe peer path)", s, d)));
-    }
-  }
+  peer_ = peer_matrix(n, [](int s, int d) {
+    int can = 0;
+    XB_CUDA(cudaDeviceCanAccessPeer(&can, s, d));
+    return can ? Support::yes()
+               : Support::no(fmt::format(
+                     "cudaDeviceCanAccessPeer({}, {}) = 0 (no NVLink or PCIe peer path)", s, d));
+  });
   peer_enabled_.assign(peer_.size(), false);
 }
 
 void CudaBackend::enable_peer(int src, int dst) {
-  const std::size_t i =
-      static_cast<std::size_t>(src) * gpus_.size() + static_cast<std::size_t>(dst);
+  const std::size_t i = pair_index(src, dst, gpus_.size());
   if (src == dst || peer_enabled_[i] || !peer_[i].ok) return;
   set_device(src);
   const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
@@ -171,9 +164,7 @@ const GpuInfo& CudaBackend::gpu(int device) const {
 }
 
 void CudaBackend::check_device(int device) const {
-  if (device < 0 || device >= static_cast<int>(gpus_.size()))
-    throw UsageError(fmt::format("device {} out of range: the cuda backend has {} GPU{}", device,
-                                 gpus_.size(), gpus_.size() == 1 ? "" : "s"));
+  check_device_index(device, gpus_.size(), name(), "GPU");
 }
 
 Capabilities CudaBackend::capabilities() const {
@@ -190,14 +181,14 @@ Support CudaBackend::method_support(Method) const { return Support::yes(); }
 Support CudaBackend::peer_access(int src, int dst) const {
   check_device(src);
   check_device(dst);
-  return peer_[static_cast<std::size_t>(src) * gpus_.size() + static_cast<std::size_t>(dst)];
+  return peer_[pair_index(src, dst, gpus_.size())];
 }
 
 std::string CudaBackend::link_type(int a, int b) const {
   check_device(a);
   check_device(b);
   std::call_once(links_once_, [this] { links_ = read_links(gpus_); });
-  return links_[static_cast<std::size_t>(a) * gpus_.size() + static_cast<std::size_t>(b)];
+  return links_[pair_index(a, b, gpus_.size())];
 }
 
 Bytes CudaBackend::free_memory(MemKind kind, int device) const {
@@ -232,13 +223,9 @@ std::unique_ptr<Buffer> CudaBackend::allocate(MemKind kind, int device, Bytes si
       }
       return std::make_unique<CudaBuffer>(kind, -1, size, p, CudaBuffer::Owner::cuda_host);
     }
-    case MemKind::pageable: {
-      const Bytes rounded = (size + 4095) / 4096 * 4096;
-      p = std::aligned_alloc(4096, rounded);
-      if (!p) throw RuntimeError(fmt::format("out of host memory for {}", format_capacity(size)));
-      std::memset(p, 0, rounded);  // fault the pages in outside timing
-      return std::make_unique<CudaBuffer>(kind, -1, size, p, CudaBuffer::Owner::heap);
-    }
+    case MemKind::pageable:
+      return std::make_unique<CudaBuffer>(kind, -1, size, alloc_pageable(size),
+                                          CudaBuffer::Owner::heap);
   }
   throw RuntimeError("unknown memory kind");
 }

@@ -9,19 +9,11 @@
 
 namespace xb {
 
-class Communicator;
-class Runtime;
-
 // Whether a GPU is usable here, and if not why ("CUDA driver version is
 // insufficient ..." on machines with the toolkit but no driver).
 BackendStatus probe_cuda();
 
 // Throws UsageError when no GPU is usable.
 std::unique_ptr<Backend> make_cuda_backend();
-
-// An NCCL communicator over the runtime's ranks, one GPU per rank (the
-// host-local rank modulo the visible GPUs); the unique id is broadcast
-// through the runtime. `backend` must be the CUDA backend.
-std::unique_ptr<Communicator> make_nccl_communicator(Runtime& rt, Backend& backend);
 
 }  // namespace xb

@@ -15,10 +15,7 @@ namespace {
 
 constexpr unsigned long long kLatchTimeoutNs = 10'000'000'000ULL;  // never hang
 
-struct Lane {  // not movable: the events own CUDA handles
-  std::unique_ptr<CudaStream> stream;
-  CudaEvent start, end;
-};
+using CudaLanes = Lanes<CudaStream, CudaEvent>;
 
 class CudaCopier final : public Copier {
  public:
@@ -56,31 +53,26 @@ class CudaCopier final : public Copier {
       for (const Buffer* b : {op.src, static_cast<const Buffer*>(op.dst)})
         if (b->kind() == MemKind::device && b->device() != dev)
           backend_.enable_peer(dev, b->device());
-      lane_for(i, dev);
+      lanes_.at(i, dev);
     }
     flag_[0] = 0;
     flag_[1] = 0;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     try {
-      for (std::size_t i = 0; i < ops.size(); ++i) enqueue(*lanes_[i], ops[i], latch);
+      for (std::size_t i = 0; i < ops.size(); ++i) enqueue(lanes_[i], ops[i], latch);
     } catch (...) {
       release();  // never leave a latch spinning
       throw;
     }
     release();
-    CopyTiming t;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      lanes_[i]->end.synchronize();
-      t.op_us.push_back(lanes_[i]->end.elapsed_us_since(lanes_[i]->start));
-      t.batch_us = std::max(t.batch_us, t.op_us.back());  // the longest op
-    }
+    CopyTiming t = lanes_.timing(ops.size());
     if (flag_[1])
       throw RuntimeError("the start latch timed out: copies were queued for more than 10 s");
     return t;
   }
 
  private:
-  void enqueue(Lane& lane, const CopyOp& op, bool latch) {
+  void enqueue(CudaLanes::Lane& lane, const CopyOp& op, bool latch) {
     const cudaStream_t s = lane.stream->get();
     const int dev = lane.stream->device();
     set_device(dev);
@@ -107,14 +99,6 @@ class CudaCopier final : public Copier {
     ready_.push_back(device);
   }
 
-  Lane& lane_for(std::size_t i, int device) {
-    while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
-    Lane& lane = *lanes_[i];
-    if (!lane.stream || lane.stream->device() != device)
-      lane.stream = std::make_unique<CudaStream>(device);
-    return lane;
-  }
-
   int blocks(int device) const {
     return opts_.threads > 0 ? opts_.threads : 2 * backend_.gpu(device).sms;
   }
@@ -123,7 +107,7 @@ class CudaCopier final : public Copier {
   Method method_;
   CopierOptions opts_;
   volatile int* flag_ = nullptr;  // host-mapped: [0] start latch, [1] latch timed out
-  std::vector<std::unique_ptr<Lane>> lanes_;
+  CudaLanes lanes_;
   std::vector<int> ready_;
 };
 

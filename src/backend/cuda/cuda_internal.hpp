@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/common/device_common.hpp"
 #include "backend/cuda/cuda_backend.hpp"
 
 namespace xb::cuda {
@@ -28,18 +29,22 @@ class CudaBuffer final : public Buffer {
   Owner owner_;
 };
 
+struct EventApi {
+  using Handle = cudaEvent_t;
+  static cudaEvent_t create(int device);
+  static void destroy(cudaEvent_t e) noexcept;
+};
+
 class CudaEvent final : public Event {
  public:
-  ~CudaEvent() override;
   void synchronize() override;
   bool query() override;
   double elapsed_us_since(const Event& start) const override;
   // The event, created on `device` (re-created if it lived on another).
-  cudaEvent_t on(int device);
+  cudaEvent_t on(int device) { return event_.on(device); }
 
  private:
-  cudaEvent_t event_ = nullptr;
-  int device_ = -1;
+  DeviceEventHandle<EventApi> event_;
 };
 
 class CudaStream final : public Stream {
@@ -83,6 +88,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) override;
   std::string export_buffer(const Buffer& buf) override;
   std::unique_ptr<Buffer> import_buffer(const std::string& handle, int device, Bytes size) override;
+  // NCCL over the runtime's ranks, one GPU per rank (the host-local rank
+  // modulo the visible GPUs); the unique id is broadcast through the runtime.
+  std::unique_ptr<Communicator> communicator(Runtime& rt) override;
 
   const GpuInfo& gpu(int device) const;
   // Enables src's access to dst's memory once (a no-op for src == dst).

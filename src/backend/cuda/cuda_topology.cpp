@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "backend/common/hwloc_util.hpp"
 #include "backend/cuda/cuda_internal.hpp"
-#include "backend/host/hwloc_util.hpp"
 
 namespace xb::cuda {
 namespace {
@@ -130,9 +130,9 @@ namespace {
 
 // hwloc's I/O topology, or nullptr when it cannot be read (then NUMA nodes
 // and PCIe paths stay unknown).
-std::unique_ptr<host::Hwloc> io_topology() {
+std::unique_ptr<Hwloc> io_topology() {
   try {
-    return std::make_unique<host::Hwloc>(true);
+    return std::make_unique<Hwloc>(true);
   } catch (const std::exception&) {
     return nullptr;
   }

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include "backend/common/device_communicator.hpp"
 #include "backend/cuda/cuda_internal.hpp"
-#include "coll/communicator.hpp"
 #include "core/error.hpp"
 
 namespace xb {
@@ -55,9 +55,20 @@ ncclRedOp_t nccl_op(RedOp op) {
   throw RuntimeError("unknown reduction");
 }
 
-class NcclCommunicator final : public Communicator {
+// Scratch memory of the communicator's GPU.
+struct ScratchApi {
+  static void* allocate(int device, std::size_t bytes) {
+    set_device(device);
+    void* p = nullptr;
+    XB_CUDA(cudaMalloc(&p, bytes));
+    return p;
+  }
+  static void release(void* p) { XB_CUDA(cudaFree(p)); }
+};
+
+class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
  public:
-  NcclCommunicator(Runtime& rt, CudaBackend& backend) : rank_(rt.rank()), size_(rt.size()) {
+  NcclCommunicator(Runtime& rt, CudaBackend& backend) : DeviceCommunicator(rt.rank(), rt.size()) {
     // The host-local rank modulo the GPUs it sees: one GPU per rank on a
     // node, or each rank's only GPU under per-rank CUDA_VISIBLE_DEVICES. Two
     // ranks on one GPU are refused by NCCL itself.
@@ -78,17 +89,9 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     if (comm_) (void)ncclCommDestroy(comm_);
     if (stream_) (void)cudaStreamDestroy(stream_);
-    if (scratch_) (void)cudaFree(scratch_);
   }
 
   std::string name() const override { return "nccl"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  MemKind buffer_kind() const override { return MemKind::device; }
-  int device() const override { return device_; }
-  std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const override {
-    return op == CollOp::reducescatter ? static_cast<std::size_t>(rank_) * recv_count : 0;
-  }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
     XB_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_));
@@ -99,9 +102,7 @@ class NcclCommunicator final : public Communicator {
   void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
                      RedOp op) override {
     // NCCL's in place: the result is this rank's slot of the input.
-    if (send == recv)
-      recv = static_cast<std::byte*>(recv) +
-             static_cast<std::size_t>(rank_) * recv_count * dtype_size(t);
+    if (send == recv) recv = result_slot(recv, recv_count, t);
     XB_NCCL(ncclReduceScatter(send, recv, recv_count, nccl_type(t), nccl_op(op), comm_, stream_));
   }
   void broadcast(const void* send, void* recv, std::size_t count, DType t, int root) override {
@@ -130,22 +131,9 @@ class NcclCommunicator final : public Communicator {
   void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
     send = apart(send, recv, count * dtype_size(t));
     grouped([&] {
-      const ncclResult_t r =
-          ncclSend(send, count, nccl_type(t), (rank_ + 1) % size_, comm_, stream_);
-      return r != ncclSuccess
-                 ? r
-                 : ncclRecv(recv, count, nccl_type(t), (rank_ + size_ - 1) % size_, comm_, stream_);
+      const ncclResult_t r = ncclSend(send, count, nccl_type(t), next(), comm_, stream_);
+      return r != ncclSuccess ? r : ncclRecv(recv, count, nccl_type(t), prev(), comm_, stream_);
     });
-  }
-  void reserve(std::size_t bytes) override {
-    if (scratch_bytes_ < bytes) {
-      if (scratch_) XB_CUDA(cudaFree(scratch_));
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      set_device(device_);
-      XB_CUDA(cudaMalloc(&scratch_, bytes));
-      scratch_bytes_ = bytes;
-    }
   }
 
   void synchronize() override { XB_CUDA(cudaStreamSynchronize(stream_)); }
@@ -162,30 +150,20 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Point-to-point groups must not send from the bytes they receive into:
-  // in place, the input is first copied to scratch memory on the stream
-  // (inside the timed call, so in-place figures include that copy).
-  const void* apart(const void* send, void* recv, std::size_t bytes) {
-    if (send != recv) return send;
-    reserve(bytes);  // normally done by the harness, outside timing
-    XB_CUDA(cudaMemcpyAsync(scratch_, send, bytes, cudaMemcpyDeviceToDevice, stream_));
-    return scratch_;
+  // apart() copies an in-place input to scratch memory with this.
+  void copy_on_stream(void* dst, std::size_t, const void* src, std::size_t bytes) override {
+    XB_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
 
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
-  int rank_, size_;
-  int device_ = 0;
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
 };
 
 }  // namespace
-}  // namespace cuda
 
-std::unique_ptr<Communicator> make_nccl_communicator(Runtime& rt, Backend& backend) {
-  auto* cb = dynamic_cast<cuda::CudaBackend*>(&backend);
-  if (!cb) throw UsageError("the NCCL communicator needs --backend cuda");
-  return std::make_unique<cuda::NcclCommunicator>(rt, *cb);
+std::unique_ptr<Communicator> CudaBackend::communicator(Runtime& rt) {
+  return std::make_unique<NcclCommunicator>(rt, *this);
 }
 
+}  // namespace cuda
 }  // namespace xb

@@ -8,8 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/common/hwloc_util.hpp"
 #include "backend/host/host_internal.hpp"
-#include "backend/host/hwloc_util.hpp"
+#include "coll/communicator.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 
@@ -172,8 +173,7 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
     case MemKind::pinned:
       return std::make_unique<PinnedBuffer>(size, map_pinned(size));
     case MemKind::pageable: {
-      const Bytes rounded = (size + 4095) / 4096 * 4096;
-      void* p = std::aligned_alloc(4096, rounded);
+      void* p = alloc_pages(size);
       if (!p)
         throw RuntimeError(fmt::format("cannot allocate {} of host memory", format_size(size)));
       return std::make_unique<PageableBuffer>(size, p);
@@ -225,6 +225,10 @@ std::unique_ptr<Copier> HostBackend::copier(Method m, const CopierOptions& given
   if (m == Method::dma) return make_dma_copier(*this, opts);
   if (opts.tile < 64) throw UsageError("--tile must be at least 64 bytes");
   return make_core_copier(*this, opts);
+}
+
+std::unique_ptr<Communicator> HostBackend::communicator(Runtime& rt) {
+  return make_mpi_communicator(rt);
 }
 
 }  // namespace host

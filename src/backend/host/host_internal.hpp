@@ -76,6 +76,8 @@ class HostBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) override;
   std::unique_ptr<Event> create_event() override;
   std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) override;
+  // MPI over the runtime's world, in host memory.
+  std::unique_ptr<Communicator> communicator(Runtime& rt) override;
 
   // The CPUs a device's workers run on (its node's).
   const std::vector<unsigned>& device_cpus(int device) const;

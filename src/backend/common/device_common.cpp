@@ -1,0 +1,34 @@
+// Code shared by the device backends (backend/common/device_common.hpp).
+#include "backend/common/device_common.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace xb {
+
+void check_device_index(int device, std::size_t count, const std::string& backend,
+                        const char* unit) {
+  if (device < 0 || device >= static_cast<int>(count))
+    throw UsageError(fmt::format("device {} out of range: the {} backend has {} {}{}", device,
+                                 backend, count, unit, count == 1 ? "" : "s"));
+}
+
+std::vector<Support> peer_matrix(int n, const std::function<Support(int src, int dst)>& probe) {
+  std::vector<Support> out;
+  out.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) out.push_back(s == d ? Support::yes() : probe(s, d));
+  return out;
+}
+
+void* alloc_pageable(Bytes size) {
+  void* p = alloc_pages(size);
+  if (!p) throw RuntimeError(fmt::format("out of host memory for {}", format_capacity(size)));
+  std::memset(p, 0, page_alloc_size(size));  // fault the pages in outside timing
+  return p;
+}
+
+}  // namespace xb

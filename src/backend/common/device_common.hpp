@@ -1,0 +1,106 @@
+#pragma once
+// What the device backends (cuda, ascend) share, free of vendor types: the
+// vendor code passes its handles and calls in as template arguments or
+// callbacks (STYLE.md §6: vendor types stay inside backend/<vendor>/).
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace xb {
+
+// Throws UsageError "device 3 out of range: the cuda backend has 2 GPUs"
+// unless 0 <= device < count; `unit` names one device ("GPU", "NPU").
+void check_device_index(int device, std::size_t count, const std::string& backend,
+                        const char* unit);
+
+// Where the pair (a, b) sits in a row-major n x n matrix.
+constexpr std::size_t pair_index(int a, int b, std::size_t n) {
+  return static_cast<std::size_t>(a) * n + static_cast<std::size_t>(b);
+}
+
+// The row-major n x n peer-access matrix: a device reaches itself; every
+// other pair is answered by `probe(src, dst)`, called in row order.
+std::vector<Support> peer_matrix(int n, const std::function<Support(int src, int dst)>& probe);
+
+// Pageable host memory for a device backend's buffer of `size` bytes: whole
+// pages (core/memory.hpp), zero-filled so they are faulted in outside timing.
+// Throws RuntimeError when out of memory. Release it with std::free.
+void* alloc_pageable(Bytes size);
+
+// A runtime event handle, created on the device of the stream it is first
+// recorded on and created again when recorded on another. `Api` supplies
+//   using Handle = ...;                      // the vendor's event handle
+//   static Handle create(int device);        // selects the device; throws
+//   static void destroy(Handle) noexcept;    // errors cannot be reported
+template <class Api>
+class DeviceEventHandle {
+ public:
+  using Handle = typename Api::Handle;
+  DeviceEventHandle() = default;
+  ~DeviceEventHandle() {
+    if (handle_) Api::destroy(handle_);
+  }
+  DeviceEventHandle(const DeviceEventHandle&) = delete;
+  DeviceEventHandle& operator=(const DeviceEventHandle&) = delete;
+
+  Handle get() const { return handle_; }  // null until the first on()
+  int device() const { return device_; }
+
+  // The handle, created on `device` (re-created if it lived on another).
+  Handle on(int device) {
+    if (handle_ && device_ == device) return handle_;
+    if (handle_) Api::destroy(handle_);
+    handle_ = nullptr;
+    handle_ = Api::create(device);
+    device_ = device;
+    return handle_;
+  }
+
+ private:
+  Handle handle_ = nullptr;
+  int device_ = -1;
+};
+
+// A device copier's lanes: one stream per op, with the events around its
+// copy. `StreamT(int device)` is a Stream, `EventT` an Event of one backend.
+template <class StreamT, class EventT>
+class Lanes {
+ public:
+  struct Lane {  // not movable: the events own runtime handles
+    std::unique_ptr<StreamT> stream;
+    EventT start, end;
+  };
+
+  // Lane i, its stream on `device` (created, or created again when it was
+  // on another device).
+  Lane& at(std::size_t i, int device) {
+    while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
+    Lane& lane = *lanes_[i];
+    if (!lane.stream || lane.stream->device() != device)
+      lane.stream = std::make_unique<StreamT>(device);
+    return lane;
+  }
+  Lane& operator[](std::size_t i) { return *lanes_[i]; }
+  void clear() { lanes_.clear(); }
+
+  // Waits for the first n lanes: each op's time from its start to its end
+  // event, the batch's that of the longest op.
+  CopyTiming timing(std::size_t n) {
+    CopyTiming t;
+    for (std::size_t i = 0; i < n; ++i) {
+      lanes_[i]->end.synchronize();
+      t.op_us.push_back(lanes_[i]->end.elapsed_us_since(lanes_[i]->start));
+      t.batch_us = std::max(t.batch_us, t.op_us.back());
+    }
+    return t;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace xb

@@ -1,0 +1,150 @@
+// `xferbench coll`: nccl-tests options -> CollConfig -> records -> report.
+#include "family/coll/coll_family.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "family/coll/coll_bench.hpp"
+#include "family/run.hpp"
+#include "report/table_kit.hpp"
+
+namespace xb {
+namespace {
+
+class CollFamily final : public Family {
+ public:
+  CollFamily() {
+    schema_.add(coll_field::op, FieldRole::key, "the collective")
+        .add(coll_field::dtype, FieldRole::key, "element type")
+        .add(coll_field::redop, FieldRole::key, "reduction (none for data movement)")
+        .add(coll_field::count, FieldRole::info, "elements, nccl-tests' count")
+        .add(coll_field::inplace, FieldRole::key, "in place (true) or out of place")
+        .add(coll_field::algbw, FieldRole::metric, "size / time, GB/s")
+        .add(coll_field::busbw, FieldRole::metric, "algbw x bus factor, GB/s")
+        .add(coll_field::wrong, FieldRole::info, "elements that differ, all ranks; -1 unchecked")
+        .headline(coll_field::busbw);
+  }
+  std::string name() const override { return "coll"; }
+  std::string summary() const override {
+    return "collective bandwidth (time, algbw, busbw, #wrong) like nccl-tests";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override { register_coll(r); }
+  std::string table_note(const Report& r) const override {
+    std::string agg = "max";
+    if (const auto* a = find_field(r.params, "agg"); a && std::holds_alternative<std::string>(*a))
+      agg = std::get<std::string>(*a);
+    return fmt::format(
+        "algbw = size / time, busbw = algbw x bus factor (nccl-tests), decimal GB/s; time in us: "
+        "each rank's median iteration, {} over ranks\n",
+        agg);
+  }
+  std::string tables(const Report& r) const override { return coll_tables(r); }
+
+  void add_options(CLI::App& app) override {
+    app.add_option(
+           "collective", collective_,
+           "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, or all")
+        ->required();
+    add_size_options(app, sizes_, "64K", "64M", "4");
+    app.add_option("-c,--check", check_, "check results: 1 (default) or 0 (nccl-tests -c)")
+        ->check(CLI::Range(0, 1));
+    app.add_option("-d,--dtype", dtypes_,
+                   "int8, uint8, int32, int64, half, bf16, float, double, comma list or all")
+        ->default_str("float");
+    app.add_option("--redop", redops_,
+                   "sum, prod, min, max, avg, comma list or all (nccl-tests -o)")
+        ->default_str("sum");
+    app.add_option("-r,--root", cfg_.root, "root of broadcast and reduce")->default_str("0");
+    app.add_flag("--inplace", inplace_, "only in-place (default: both)");
+    app.add_flag("--outofplace", outofplace_, "only out-of-place (default: both)");
+    app.add_option("-a,--agg", agg_, "time over ranks: max, avg or min")
+        ->check(CLI::IsMember({"max", "avg", "min"}))
+        ->default_str("max");
+    app.add_flag("--rank-avg", rank_avg_, "same as -a avg");
+    add_run_options(app, run_,
+                    {.iters = "timed iterations (default 20)",
+                     .warmup = "warm-up iterations (default 5)",
+                     .check = "same as -c 0",
+                     .ranks = true});
+    app.footer(
+        R"(busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
+broadcast, reduce, sendrecv 1 (nccl-tests). Size is the whole buffer: allgather's result,
+reducescatter's and alltoall's input.
+Examples:
+  mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
+  xferbench coll all --ranks 2 -d float,bf16 --redop sum,max -c 1 --format json -o c.json)");
+  }
+
+  int run(const Invocation& inv) override {
+    cfg_.ops = parse_collectives(collective_);  // bad names fail before MPI starts
+    cfg_.dtypes = parse_dtypes(dtypes_);
+    cfg_.redops = parse_redops(redops_);
+    Ranked r = start_ranked(run_, inv, [&](Runtime& rt) { finish_config(rt.size()); });
+    auto comm = r.backend->communicator(*r.rt);
+    CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
+    return r.report(
+        *this, {"coll", {}, params(r.rt->size()), std::move(res.records), std::move(res.summary)},
+        run_);
+  }
+
+ private:
+  // Default sweep 64K..64M x4, rounded down so every split collective divides
+  // (explicit sizes are taken as given and checked).
+  std::vector<Bytes> default_sizes(int nranks) const {
+    auto sizes = sizes_of(sizes_, 64 * 1024, 64ULL << 20, 4.0);
+    if (sizes_.fixed() || sizes_.sweep_given()) return sizes;
+    const Bytes unit = 8ULL * static_cast<Bytes>(nranks);
+    std::vector<Bytes> out;
+    for (Bytes n : sizes)
+      if (n / unit * unit > 0 && (out.empty() || out.back() != n / unit * unit))
+        out.push_back(n / unit * unit);
+    return out;
+  }
+
+  void finish_config(int nranks) {
+    cfg_.sizes = default_sizes(nranks);
+    cfg_.iters = run_.iters_or(20);
+    cfg_.warmup = run_.warmup_or(5);
+    cfg_.check = check_ != 0 && !run_.no_check;
+    if (inplace_ || outofplace_) {
+      cfg_.inplace = inplace_;
+      cfg_.outofplace = outofplace_;
+    }
+    cfg_.agg = rank_avg_ || agg_ == "avg" ? TimeAgg::avg
+               : agg_ == "min"            ? TimeAgg::min
+                                          : TimeAgg::max;
+    validate_coll(nranks, cfg_);
+  }
+
+  Params params(int nranks) const {
+    return {{"collective", collective_},
+            {"dtypes", dtypes_},
+            {"redops", redops_},
+            {"sizes", join_sizes(cfg_.sizes)},
+            {"iters", std::int64_t{cfg_.iters}},
+            {"warmup", std::int64_t{cfg_.warmup}},
+            {"check", cfg_.check},
+            {"root", std::int64_t{cfg_.root}},
+            {"inplace", cfg_.inplace},
+            {"outofplace", cfg_.outofplace},
+            {"agg", std::string(to_string(cfg_.agg))},
+            {"ranks", std::int64_t{nranks}}};
+  }
+
+  CollConfig cfg_;
+  SizeArgs sizes_;
+  RunOptions run_;
+  std::string collective_, dtypes_ = "float", redops_ = "sum", agg_ = "max";
+  int check_ = 1;
+  bool inplace_ = false, outofplace_ = false, rank_avg_ = false;
+  RecordSchema schema_{"coll"};
+};
+
+}  // namespace
+
+std::unique_ptr<Family> make_coll_family() { return std::make_unique<CollFamily>(); }
+
+}  // namespace xb

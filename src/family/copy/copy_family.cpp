@@ -1,0 +1,167 @@
+// `xferbench copy`: options -> CopyConfig -> records -> report.
+#include "family/copy/copy_family.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "family/copy/copy_bench.hpp"
+#include "family/run.hpp"
+
+namespace xb {
+namespace {
+
+std::vector<CopyCase> parse_types(const std::string& s) {
+  std::vector<CopyCase> out;
+  for (const auto& t : split_list(s)) {
+    CopyCase c;
+    if (t == "h2d")
+      c = CopyCase::h2d;
+    else if (t == "d2h")
+      c = CopyCase::d2h;
+    else if (t == "d2d")
+      c = CopyCase::d2d;
+    else if (t == "p2p")
+      c = CopyCase::p2p;
+    else
+      throw UsageError(fmt::format("-t: unknown copy type '{}' (h2d, d2h, d2d, p2p)", t));
+    out.push_back(c);
+  }
+  if (out.empty()) throw UsageError("-t needs at least one of h2d, d2h, d2d, p2p");
+  return out;
+}
+
+std::vector<Method> parse_methods(const std::string& m) {
+  if (m == "dma") return {Method::dma};
+  if (m == "core") return {Method::core};
+  return {Method::dma, Method::core};
+}
+
+class CopyFamily final : public Family {
+ public:
+  std::string name() const override { return "copy"; }
+  std::string summary() const override {
+    return "h2d, d2h, d2d, p2p bandwidth by dma engine or by cores";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override { register_copy(r); }
+  std::string tables(const Report& r) const override { return copy_tables(r); }
+
+  void add_options(CLI::App& app) override {
+    app.add_option_function<std::string>(
+           "-t,--type", [this](const std::string& s) { cfg_.cases = parse_types(s); },
+           "comma list of h2d, d2h, d2d, p2p")
+        ->default_str("h2d,d2h,d2d");
+    app.add_option("-d,--device", cfg_.device, "only this device (h2d/d2h/d2d)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--src", cfg_.src, "p2p source device (with --dst)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--dst", cfg_.dst, "p2p destination device (with --src)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--bidir", cfg_.bidir,
+                 "p2p: also both directions at once (each direction and total)");
+    app.add_option_function<std::string>(
+           "--method", [this](const std::string& m) { cfg_.methods = parse_methods(m); },
+           "dma (copy engine), core (cores via staging tile), both")
+        ->check(CLI::IsMember({"dma", "core", "both"}))
+        ->default_str("both");
+    add_size_options(app, sizes_, "2", "32M", "2");
+    app.add_option("--threads", cfg_.copier.threads,
+                   "host: cores/workers one copy is split over (default 1); "
+                   "cuda: thread blocks of the core kernels (default 2 per SM)")
+        ->check(CLI::Range(1, 65535));
+    app.add_option_function<std::string>(
+           "--tile", [this](const std::string& t) { cfg_.copier.tile = parse_tile(t); },
+           "staging tile of the core method (cuda: shared memory per block, 0 = direct "
+           "loads/stores)")
+        ->type_name("SIZE")
+        ->default_str("64K");
+    app.add_option_function<std::string>(
+           "--host-mem",
+           [this](const std::string& m) {
+             cfg_.host_mem = m == "pageable" ? MemKind::pageable : MemKind::pinned;
+           },
+           "host side of h2d/d2h: pinned or pageable")
+        ->check(CLI::IsMember({"pinned", "pageable"}))
+        ->default_str("pinned");
+    add_run_options(app, run_,
+                    {.iters = "timed iterations (default 5 sweep, 40 fixed, 20 p2p)",
+                     .warmup = "warm-up iterations, discarded (default 5)",
+                     .check = "skip verification of the copied bytes"});
+    app.footer(R"(Sizes: 4096, 4K = 4KiB = 4096, 4KB = 4000, M, G (KB/MB/GB are 1000-based).
+GB/s counts the bytes moved once (like nvbandwidth), 1 GB/s = 1e9 B/s.
+Examples:
+  xferbench copy                                  default: h2d,d2h,d2d, 2 B..32 MiB x2, dma and core
+  xferbench copy -t d2d -s 256M --threads 2 --format json -o d2d.json
+  xferbench copy -t p2p --bidir                   N x N matrices (XFERBENCH_HOST_DEVICES=4 on one node)
+  xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20
+  xferbench copy --backend cuda -s 1G --tile 0    GPU: copy engines vs direct SM copy kernels)");
+  }
+
+  int run(const Invocation&) override {
+    finish_config();
+    auto backend = make_backend(run_.backend);
+    validate_copy(*backend, cfg_);
+    Output out(run_);
+    Registry registry;
+    register_copy(registry);
+    Report report{"copy", env_of(*backend), params(), {}, {}};
+    report.results = run_copy(*backend, registry, cfg_, progress_for(run_));
+    return report_once(*this, std::move(report), run_, out);
+  }
+
+ private:
+  // Fixed mode (-s), explicit sweep (-b/-e/-f/-i), or ascend-dmi's defaults:
+  // step mode 2 B..32 MiB x2 with 5 iterations, p2p fixed 64 MiB with 20.
+  void finish_config() {
+    if (cfg_.src.has_value() != cfg_.dst.has_value())
+      throw UsageError("--src and --dst go together");
+    cfg_.sizes = sizes_of(sizes_, 2, 32ULL << 20, 2.0);
+    if (sizes_.fixed()) {
+      cfg_.p2p_sizes = cfg_.sizes;
+      cfg_.iters = cfg_.p2p_iters = run_.iters_or(40);
+    } else if (sizes_.sweep_given()) {
+      cfg_.p2p_sizes = cfg_.sizes;
+      cfg_.iters = cfg_.p2p_iters = run_.iters_or(5);
+    } else {
+      cfg_.iters = run_.iters_or(5);
+      cfg_.p2p_sizes = {64ULL << 20};
+      cfg_.p2p_iters = run_.iters_or(20);
+    }
+    cfg_.warmup = run_.warmup_or(5);
+    cfg_.check = !run_.no_check;
+  }
+
+  Params params() const {
+    std::string types, methods;
+    for (CopyCase c : cfg_.cases) types += (types.empty() ? "" : ",") + std::string(to_string(c));
+    methods = cfg_.methods.size() == 2 ? "both" : to_string(cfg_.methods.front());
+    return {{"type", types},
+            {"method", methods},
+            {"device", std::int64_t{cfg_.device.value_or(-1)}},
+            {"src", std::int64_t{cfg_.src.value_or(-1)}},
+            {"dst", std::int64_t{cfg_.dst.value_or(-1)}},
+            {"bidir", cfg_.bidir},
+            {"sizes", join_sizes(cfg_.sizes)},
+            {"p2p_sizes", join_sizes(cfg_.p2p_sizes)},
+            {"warmup", std::int64_t{cfg_.warmup}},
+            {"iters", std::int64_t{cfg_.iters}},
+            {"p2p_iters", std::int64_t{cfg_.p2p_iters}},
+            {"threads", std::int64_t{cfg_.copier.threads}},
+            {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
+            {"host_mem", std::string(cfg_.host_mem == MemKind::pageable ? "pageable" : "pinned")},
+            {"check", cfg_.check}};
+  }
+
+  CopyConfig cfg_;
+  SizeArgs sizes_;
+  RunOptions run_;
+  RecordSchema schema_{"copy"};
+};
+
+}  // namespace
+
+std::unique_ptr<Family> make_copy_family() { return std::make_unique<CopyFamily>(); }
+
+}  // namespace xb

@@ -1,0 +1,296 @@
+// `xferbench engine serve|client|selftest`.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "family/engine/engine_bench.hpp"
+#include "family/engine/engine_family.hpp"
+#include "family/run.hpp"
+
+namespace xb {
+namespace {
+
+struct ServeArgs {
+  std::string listen = "127.0.0.1:20000", size = "1G", token_file;
+  int clients = 1;
+  double accept_wait = 60;
+};
+
+struct ClientArgs {
+  RunOptions run;
+  std::string connect = "127.0.0.1:20000", token_file, ops = "read", mode = "h2h", total = "64M",
+              block = "64K";
+  int steps = 1, loops = 5, batch = 16;
+  bool async = false;
+  double connect_timeout = 10, timeout = 30;
+  std::string err_mode = "auto";
+};
+
+void log_line(const std::string& s) { std::fprintf(stderr, "engine: %s\n", s.c_str()); }
+
+// --err-mode auto: UCX's peer error mode wherever shared memory cannot be
+// used anyway (another host, or UCX_TLS without a shared-memory transport):
+// then a dying client cannot take the server's UCX endpoints down with it.
+// On one host with shared memory, no error mode, so UCX may pick it.
+bool auto_peer_errors(const std::string& host) {
+  const bool local =
+      host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!local) return true;
+  const char* tls = std::getenv("UCX_TLS");
+  if (!tls || !*tls) return false;
+  const std::string t = tls;
+  for (const char* shm : {"shm", "posix", "sysv", "cma", "xpmem", "knem", "all"})
+    if (t.find(shm) != std::string::npos) return false;
+  return true;
+}
+
+EngineClientConfig to_config(const ClientArgs& a) {
+  EngineClientConfig c;
+  c.ops.clear();
+  for (const auto& op : split_list(a.ops)) {
+    if (op == "read")
+      c.ops.push_back(engine::Op::read);
+    else if (op == "write")
+      c.ops.push_back(engine::Op::write);
+    else
+      throw UsageError(fmt::format("--op: unknown operation '{}' (read, write)", op));
+  }
+  if (c.ops.empty()) throw UsageError("--op needs read, write or both");
+  const char* modes[] = {"h2h", "h2d", "d2h", "d2d"};
+  for (int i = 0; i < 4; ++i)
+    if (a.mode == modes[i]) c.mode = static_cast<EngineMode>(i);
+  c.total = parse_size(a.total, "-t size");
+  c.block = parse_size(a.block, "-k size");
+  c.block_steps = a.steps;
+  c.loops = a.run.iters_or(a.loops);
+  c.warmup = a.run.warmup_or(1);
+  c.async = a.async;
+  c.batch = a.batch;
+  c.check = !a.run.no_check;
+  c.timeout_s = a.timeout;
+  c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
+  engine_blocks(c);                      // validates
+  return c;
+}
+
+Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
+  return {{"connect", a.connect},
+          {"op", a.ops},
+          {"mode", a.mode},
+          {"total", static_cast<std::int64_t>(c.total)},
+          {"block", static_cast<std::int64_t>(c.block)},
+          {"block_steps", static_cast<std::int64_t>(c.block_steps)},
+          {"loops", static_cast<std::int64_t>(c.loops)},
+          {"warmup", static_cast<std::int64_t>(c.warmup)},
+          {"async", c.async},
+          {"batch", static_cast<std::int64_t>(c.batch)},
+          {"check", c.check}};
+}
+
+void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
+  if (with_connect) {
+    app.add_option("--connect", a.connect, "server HOST:PORT")->default_str("127.0.0.1:20000");
+    app.add_option("--token-file", a.token_file, "shared token (or XFERBENCH_TOKEN)");
+    app.add_option("--connect-timeout", a.connect_timeout, "seconds to reach the server")
+        ->default_str("10");
+  }
+  app.add_option("--op", a.ops, "read, write, or read,write")->default_str("read");
+  app.add_option("--mode", a.mode, "h2h, h2d, d2h, d2d")
+      ->check(CLI::IsMember({"h2h", "h2d", "d2h", "d2d"}))
+      ->default_str("h2h");
+  app.add_option("-t,--total-size", a.total, "bytes moved per loop")->type_name("SIZE");
+  app.add_option("-k,--block-size", a.block, "bytes per request")
+      ->type_name("SIZE")
+      ->default_str("64K");
+  app.add_option("--block-steps", a.steps, "block sizes block*2^i, i < steps")->default_str("1");
+  app.add_flag("--async", a.async, "post requests in batches, then wait");
+  app.add_option("--batch", a.batch, "requests per async batch")->default_str("16");
+  app.add_option("--timeout", a.timeout, "seconds one request may take")->default_str("30");
+  app.add_option("--err-mode", a.err_mode,
+                 "auto (default: peer wherever shared memory cannot be used), none, or peer: UCX "
+                 "peer failure handling (UCX 1.13: no shared-memory transports then)")
+      ->check(CLI::IsMember({"auto", "none", "peer"}))
+      ->default_str("auto");
+  add_run_options(app, a.run,
+                  {.iters = fmt::format("timed loops (default {})", a.loops),
+                   .iters_name = "-n,--loops",
+                   .warmup = "warm-up loops, discarded (default 1)",
+                   .check = "skip verification"});
+}
+
+int emit_engine(const Family& f, const RunOptions& opts, EngineRun run, Params params) {
+  Output out(opts);
+  const EnvInfo env = env_of(*make_backend("host"));  // host_only() was checked before the run
+  return report_once(f,
+                     {"engine", env, std::move(params), std::move(run.records),
+                      std::move(run.summary)},
+                     opts, out);
+}
+
+int run_client(const Family& f, const ClientArgs& a) {
+  EngineClientConfig cfg = to_config(a);
+  const auto [host, port] = engine::parse_endpoint(a.connect, "--connect");
+  if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors(host);
+  const std::string token = engine::load_token(a.token_file);
+  if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
+  const RunOptions opts = host_only(a.run, "engine");
+  Output check_output(opts);  // a bad -o fails before connecting
+  const auto t0 = Clock::now();
+  engine::ServerLink link(host, port, token, engine_digest(cfg), a.connect_timeout, 10);
+  const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
+  EngineRun run = run_engine_client(link, cfg, connect_ms);
+  link.bye();
+  return emit_engine(f, opts, std::move(run), params_of(a, cfg));
+}
+
+int run_serve(const ServeArgs& a) {
+  engine::ServerConfig cfg;
+  std::tie(cfg.host, cfg.port) = engine::parse_endpoint(a.listen, "--listen");
+  cfg.size = parse_size(a.size, "--size");
+  cfg.clients = a.clients;
+  cfg.accept_wait_s = a.accept_wait;
+  cfg.token = engine::load_token(a.token_file);
+  if (cfg.token.empty()) {
+    cfg.token = engine::make_token();
+    if (a.token_file.empty()) {
+      log_line("token (give it to clients with XFERBENCH_TOKEN): " + cfg.token);
+    } else {
+      engine::write_token(a.token_file, cfg.token);
+      log_line("wrote a new token to " + a.token_file);
+    }
+  }
+  cfg.log = log_line;
+  const engine::ServerSummary s = engine::serve(cfg);
+  return s.failed > 0 ? 1 : 0;
+}
+
+// Server and client in one process on a free loopback port.
+int run_selftest(const Family& f, const ClientArgs& a) {
+  EngineClientConfig cfg = to_config(a);
+  if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors("127.0.0.1");
+  const RunOptions opts = host_only(a.run, "engine");
+  Output check_output(opts);
+  engine::ServerConfig sc;
+  sc.port = 0;
+  sc.size = std::max<Bytes>(cfg.total, 1ULL << 20);
+  sc.token = engine::make_token();
+  sc.accept_wait_s = 30;
+  std::promise<int> port;
+  sc.on_listening = [&](int p) { port.set_value(p); };
+  sc.log = [](const std::string&) {};
+  auto server = std::async(std::launch::async, [&] { return engine::serve(sc); });
+  auto ready = port.get_future();
+  if (ready.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    server.get();  // rethrows the server's error
+    throw RuntimeError("selftest server did not start");
+  }
+  EngineRun all;
+  {
+    const auto t0 = Clock::now();
+    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", 10, 10);
+    const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
+    for (bool async : {false, true}) {
+      cfg.async = async;
+      EngineRun run = run_engine_client(link, cfg, connect_ms);
+      for (auto& r : run.records) all.records.push_back(std::move(r));
+      all.summary = std::move(run.summary);
+    }
+    link.bye();
+  }
+  server.get();
+  return emit_engine(f, opts, std::move(all), params_of(a, cfg));
+}
+
+class EngineFamily final : public Family {
+ public:
+  EngineFamily() {
+    schema_.add(engine_field::mode, FieldRole::key, "h2h, h2d, d2h, d2d: client and server memory")
+        .add(engine_field::block, FieldRole::key, "bytes per request")
+        .add(engine_field::requests, FieldRole::info, "requests per loop")
+        .add(engine_field::lat_of, FieldRole::info, "what the latencies time: request or batch")
+        .add(engine_field::lat_p50_us, FieldRole::metric, "latency median, us")
+        .add(engine_field::lat_p99_us, FieldRole::metric, "latency p99, us")
+        .add(engine_field::lat_max_us, FieldRole::metric, "latency max, us")
+        .add(engine_field::batch, FieldRole::key, "requests per async batch")
+        .add(engine_field::submit_us, FieldRole::metric, "posting one batch, us")
+        .add(engine_field::wait_us, FieldRole::metric, "waiting for one batch, us");
+  }
+  std::string name() const override { return "engine"; }
+  std::string summary() const override {
+    return "transfer engine on UCX: serve, client, selftest";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override {
+    for (const char* op : {"read", "write"})
+      r.add({fmt::format("engine.{}", op), "engine",
+             fmt::format("one-sided {} of a server's registered region over UCX", op),
+             host_memory_only});
+  }
+  std::string table_note(const Report&) const override { return engine_note(); }
+  std::string tables(const Report& r) const override { return engine_tables(r); }
+
+  void add_options(CLI::App& app_) override {
+  CLI::App* app = &app_;
+  app->require_subcommand(1);
+  auto& serve_args = serve_;
+  auto& client_args = client_;
+  auto& self_args = self_;
+  CLI::App* serve = app->add_subcommand("serve", "export a registered region to clients");
+  serve->add_option("--listen", serve_args.listen, "HOST:PORT (loopback unless told otherwise)")
+      ->default_str("127.0.0.1:20000");
+  serve->add_option("--size", serve_args.size, "region size, split into one slot per client")
+      ->default_str("1G");
+  serve->add_option("--clients", serve_args.clients, "clients to serve before exiting")
+      ->check(CLI::Range(1, 4096))
+      ->default_str("1");
+  serve->add_option("--token-file", serve_args.token_file,
+                    "shared token; created if missing (or XFERBENCH_TOKEN)");
+  serve->add_option("--accept-wait", serve_args.accept_wait, "seconds to wait for all clients")
+      ->default_str("60");
+  CLI::App* client =
+      app->add_subcommand("client", "read/write the server's region and report throughput");
+  add_client_options(*client, client_args, true);
+  CLI::App* self = app->add_subcommand("selftest", "server and client in one process (loopback)");
+  self_args.total = "16M";
+  self_args.ops = "read,write";
+  self_args.steps = 5;
+  self_args.loops = 3;
+  add_client_options(*self, self_args, false);
+  app->footer(R"(Examples:
+  xferbench engine serve --listen 127.0.0.1:20000 --size 1G --clients 2 --token-file tok
+  xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
+  xferbench engine selftest)");
+  serve_app_ = serve;
+  client_app_ = client;
+  }
+
+  int run(const Invocation&) override {
+    if (serve_app_->parsed()) return run_serve(serve_);
+    if (client_app_->parsed()) return run_client(*this, client_);
+    return run_selftest(*this, self_);
+  }
+
+ private:
+  ServeArgs serve_;
+  ClientArgs client_, self_;
+  CLI::App* serve_app_ = nullptr;
+  CLI::App* client_app_ = nullptr;
+  RecordSchema schema_{"engine"};
+};
+
+}  // namespace
+
+std::string engine_note() {
+  return "GB/s = bytes of a loop (kv: a round) / its time, decimal (1e9 B/s); median over the "
+         "timed loops\n";
+}
+
+std::unique_ptr<Family> make_engine_family() { return std::make_unique<EngineFamily>(); }
+
+}  // namespace xb

@@ -1,0 +1,59 @@
+#pragma once
+// A benchmark family (copy, remote, coll, engine, kv, gemm-ar) as one object:
+// its subcommand and options, what runs when it is chosen, the schema of the
+// records it emits, the cases `list` shows, and its table. Each family lives
+// in its own folder under family/ and is registered once, in
+// cli/families.cpp; everything that handles records (list, compare,
+// --min-bw, JSON, CSV, the table) goes through this interface instead of
+// switching on command names.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "core/schema.hpp"
+#include "report/report.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace xb {
+
+// The process's command line: multi-rank families re-execute it under
+// mpiexec for --ranks N.
+struct Invocation {
+  int argc = 0;
+  char** argv = nullptr;
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual std::string name() const = 0;     // the subcommand: "coll"
+  virtual std::string summary() const = 0;  // one line for --help
+  virtual const RecordSchema& schema() const = 0;
+  // The cases `list` shows, each with its capability filter.
+  virtual void cases(Registry& registry) const = 0;
+  // Binds the family's options straight into its config, on its subcommand.
+  virtual void add_options(CLI::App& app) = 0;
+  // Runs what the parsed options ask for; returns the exit code.
+  virtual int run(const Invocation& inv) = 0;
+  // The table: how the figures are counted (one line under the header) and
+  // the family's tables of records.
+  virtual std::string table_note(const Report& r) const;
+  virtual std::string tables(const Report& r) const = 0;
+};
+
+// The family's whole human report: header, note, tables, summary, counts.
+std::string render_table(const Family& f, const Report& r);
+// The report in any format (the table through the family's renderer).
+std::string render(const Family& f, const Report& r, Format fmt);
+
+// The `list` filter of families that move host memory only in this version.
+Support host_memory_only(const Capabilities& c);
+
+using Families = std::vector<std::unique_ptr<Family>>;
+const Family* find_family(const Families& all, const std::string& name);
+
+}  // namespace xb

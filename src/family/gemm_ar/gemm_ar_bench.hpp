@@ -1,0 +1,65 @@
+#pragma once
+// `xferbench gemm-ar`: C_final = sum over ranks of A_i x B with tile-level
+// overlap of the GEMM and the AllReduce (seed 002, on the host backend):
+// compute workers run OpenBLAS sgemm per output tile and signal per-worker
+// ready queues; comm workers reduce-scatter each tile into its owner's
+// symmetric window subtile by subtile and all-gather reduced subtiles to
+// every rank as soon as all contributions are in.
+#include "core/record.hpp"
+#include "family/gemm_ar/tiling.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+// The fields gemm-ar adds to its summary record (case gemm_ar).
+namespace gemm_field {
+inline constexpr FieldKey<std::int64_t> M{"M"};
+inline constexpr FieldKey<std::int64_t> K{"K"};
+inline constexpr FieldKey<std::int64_t> N{"N"};
+inline constexpr FieldKey<std::int64_t> tiles{"tiles"};
+inline constexpr FieldKey<std::int64_t> waves{"waves"};
+inline constexpr FieldKey<std::int64_t> window_bytes{"window_bytes"};
+inline constexpr FieldKey<double> compute_us{"compute_us"};
+inline constexpr FieldKey<double> comm_us{"comm_us"};
+inline constexpr FieldKey<double> mpi_allreduce_us{"mpi_allreduce_us"};
+inline constexpr FieldKey<double> sequential_us{"sequential_us"};
+inline constexpr FieldKey<double> pipelined_us{"pipelined_us"};
+inline constexpr FieldKey<double> compute_done_us{"compute_done_us"};
+inline constexpr FieldKey<double> speedup{"speedup"};
+inline constexpr FieldKey<double> time_saved_us{"time_saved_us"};
+inline constexpr FieldKey<double> overlap_eff{"overlap_eff"};
+inline constexpr FieldKey<double> ideal_us{"ideal_us"};
+inline constexpr FieldKey<double> ideal_ratio{"ideal_ratio"};
+inline constexpr FieldKey<double> gflops{"gflops"};
+inline constexpr FieldKey<double> comm_gbps{"comm_gbps"};
+inline constexpr FieldKey<double> max_err{"max_err"};
+inline constexpr FieldKey<std::int64_t> wrong{"wrong"};
+}  // namespace gemm_field
+
+enum class GemmArMode { all, pipelined, sequential };
+
+struct GemmArConfig {
+  GemmShape shape;
+  int compute_workers = 1;
+  int comm_workers = 1;
+  int iters = 5;
+  int warmup = 1;
+  GemmArMode mode = GemmArMode::all;
+  bool check = true;
+  double atol = -1;  // default 1e-3 * K
+  double rtol = 1e-2;
+  double watchdog_s = 10;
+  std::int64_t drop_tile = -1;  // test seam: this tile is never signalled
+};
+
+// Collective; throws UsageError on every rank for bad shapes or one rank.
+void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg);
+
+struct GemmArResult {
+  std::vector<Record> records;  // one per phase measured, then the gemm_ar summary record
+};
+
+// Collective. Throws RuntimeError naming the tile when the watchdog fires.
+GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg);
+
+}  // namespace xb

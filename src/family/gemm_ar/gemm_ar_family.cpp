@@ -1,0 +1,140 @@
+// `xferbench gemm-ar`: fused GEMM + AllReduce with tile-level overlap.
+#include "family/gemm_ar/gemm_ar_family.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "family/gemm_ar/gemm_ar_bench.hpp"
+#include "family/run.hpp"
+
+namespace xb {
+namespace {
+
+class GemmArFamily final : public Family {
+ public:
+  GemmArFamily() {
+    using namespace gemm_field;
+    for (auto k : {M, K, N}) schema_.add(k, FieldRole::key, "GEMM shape");
+    schema_.add(tiles, FieldRole::info, "output tiles")
+        .add(waves, FieldRole::info, "tiles per compute worker, rounded up")
+        .add(window_bytes, FieldRole::info, "symmetric window per rank, bytes");
+    for (auto k : {compute_us, comm_us, mpi_allreduce_us, sequential_us, pipelined_us,
+                   compute_done_us, time_saved_us, ideal_us})
+      schema_.add(k, FieldRole::metric, "median over the timed iterations, us");
+    schema_.add(speedup, FieldRole::metric, "sequential / pipelined")
+        .add(overlap_eff, FieldRole::metric, "(compute + comm - pipelined) / min(compute, comm)")
+        .add(ideal_ratio, FieldRole::metric, "ideal pipelined time / pipelined time")
+        .add(gflops, FieldRole::metric, "GEMM GFLOP/s per rank, compute-only")
+        .add(comm_gbps, FieldRole::metric, "M x N x 4 bytes / comm-only time, GB/s")
+        .add(max_err, FieldRole::info, "largest |C - float64 reference|")
+        .add(wrong, FieldRole::info, "elements outside atol + rtol*|ref|, all ranks");
+  }
+  std::string name() const override { return "gemm-ar"; }
+  std::string summary() const override {
+    return "fused GEMM + AllReduce with tile-level compute/comm overlap";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override {
+    r.add({"gemm-ar.fused", "gemm-ar",
+           "C = sum over ranks of A_i x B: compute-only, comm-only, sequential, pipelined",
+           host_memory_only});
+  }
+  std::string table_note(const Report&) const override {
+    return "time in us: each iteration's time is the max over ranks; median over the timed "
+           "iterations\n";
+  }
+  std::string tables(const Report& r) const override { return gemm_tables(r); }
+
+  void add_options(CLI::App& app) override {
+    auto& c = cfg_;
+    c.shape.M = c.shape.K = c.shape.N = 512;
+    app.add_option("-M", c.shape.M, "rows of A_i and C")->default_str("512");
+    app.add_option("-K", c.shape.K, "inner dimension (multiple of base-k x step-k)")
+        ->default_str("512");
+    app.add_option("-N", c.shape.N, "columns of B and C")->default_str("512");
+    app.add_option("--base-m", c.shape.base_m, "tile rows")->default_str("128");
+    app.add_option("--base-n", c.shape.base_n, "tile columns")->default_str("128");
+    app.add_option("--base-k", c.shape.base_k,
+                   "seed 002's K block; here it only constrains -K (the host GEMM takes a "
+                   "tile's whole K in one sgemm)")
+        ->default_str("64");
+    app.add_option("--step-k", c.shape.step_k, "seed 002's K blocks per load; constrains -K too")
+        ->default_str("4");
+    app.add_option("--comm-sub-m", c.shape.comm_sub_m,
+                   "subtile rows of the reduce-scatter/all-gather")
+        ->default_str("32");
+    app.add_option("--compute-workers", c.compute_workers, "threads computing tiles per rank")
+        ->default_str("1");
+    app.add_option("--comm-workers", c.comm_workers, "threads moving tiles per rank")
+        ->default_str("1");
+    app.add_option_function<std::string>(
+           "--mode",
+           [this](const std::string& m) {
+             cfg_.mode = m == "pipelined"    ? GemmArMode::pipelined
+                         : m == "sequential" ? GemmArMode::sequential
+                                             : GemmArMode::all;
+           },
+           "all (every metric), pipelined, sequential")
+        ->check(CLI::IsMember({"all", "pipelined", "sequential"}))
+        ->default_str("all");
+    app.add_option("--atol", c.atol, "absolute tolerance (default 1e-3 x K)");
+    app.add_option("--rtol", c.rtol, "relative tolerance")->default_str("0.01");
+    app.add_option("--watchdog", c.watchdog_s,
+                   "seconds a counter may stay stuck before it is an error")
+        ->default_str("10");
+    add_run_options(app, run_,
+                    {.iters = "timed iterations (default 5)",
+                     .warmup = "warm-up iterations (default 1)",
+                     .check = "skip verification",
+                     .ranks = true});
+    app.footer(
+        R"(C_final = sum over ranks of A_i x B (A_i: M x K per rank, B: K x N shared), fp32, OpenBLAS per tile.
+Examples:
+  mpiexec -n 2 xferbench gemm-ar
+  xferbench gemm-ar --ranks 4 -M 2048 -K 2048 -N 1024 --compute-workers 2 --comm-workers 1
+  xferbench gemm-ar --ranks 2 --mode pipelined --format json -o gar.json)");
+  }
+
+  int run(const Invocation& inv) override {
+    cfg_.iters = run_.iters_or(5);
+    cfg_.warmup = run_.warmup_or(1);
+    cfg_.check = !run_.no_check;
+    const RunOptions opts = host_only(run_, "gemm-ar");
+    Ranked r = start_ranked(opts, inv, [&](Runtime& rt) { validate_gemm_ar(rt, cfg_); });
+    GemmArResult res = run_gemm_ar(*r.rt, cfg_);
+    return r.report(*this, {"gemm-ar", {}, params(), std::move(res.records), {}}, opts);
+  }
+
+ private:
+  Params params() const {
+    const auto& s = cfg_.shape;
+    const char* mode = cfg_.mode == GemmArMode::pipelined    ? "pipelined"
+                       : cfg_.mode == GemmArMode::sequential ? "sequential"
+                                                             : "all";
+    return {{"M", s.M},
+            {"K", s.K},
+            {"N", s.N},
+            {"base_m", s.base_m},
+            {"base_n", s.base_n},
+            {"base_k", s.base_k},
+            {"step_k", s.step_k},
+            {"comm_sub_m", s.comm_sub_m},
+            {"compute_workers", std::int64_t{cfg_.compute_workers}},
+            {"comm_workers", std::int64_t{cfg_.comm_workers}},
+            {"mode", std::string(mode)},
+            {"iters", std::int64_t{cfg_.iters}},
+            {"warmup", std::int64_t{cfg_.warmup}}};
+  }
+
+  GemmArConfig cfg_;
+  RunOptions run_;
+  RecordSchema schema_{"gemm-ar"};
+};
+
+}  // namespace
+
+std::unique_ptr<Family> make_gemm_ar_family() { return std::make_unique<GemmArFamily>(); }
+
+}  // namespace xb

@@ -1,0 +1,53 @@
+// `gemm-ar`: the time of each mode, then seed 002's analysis figures.
+#include <fmt/format.h>
+
+#include "family/gemm_ar/gemm_ar_bench.hpp"
+#include "family/gemm_ar/gemm_ar_family.hpp"
+#include "report/table_kit.hpp"
+
+namespace xb {
+
+std::string gemm_tables(const Report& r) {
+  std::string out = fmt::format("\n{:<16} {:>12} {:>12} {:>12} {:>7}\n", "Phase", "Median(us)",
+                                "Min(us)", "Max(us)", "CV(%)");
+  const Record* sum = nullptr;
+  for (const auto& rec : r.results) {
+    if (rec.kase == "gemm_ar") {
+      sum = &rec;
+      continue;
+    }
+    out += fmt::format("{:<16} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}\n", rec.kase,
+                       rec.time_us.median, rec.time_us.min, rec.time_us.max, rec.time_us.cv * 100);
+  }
+  if (!sum) return out;
+  auto num = [&](auto key) {
+    using T = typename decltype(key)::type;
+    return sum->get_or(key, T(-1));
+  };
+  out += fmt::format("\nshape {}x{}x{} · {} tiles in {} waves · window {} per rank\n", num(gemm_field::M),
+                     num(gemm_field::K), num(gemm_field::N), num(gemm_field::tiles), num(gemm_field::waves),
+                     format_capacity(static_cast<Bytes>(num(gemm_field::window_bytes))));
+  if (num(gemm_field::speedup) > 0) {
+    out += fmt::format(
+        "compute-only {:.1f} us · comm-only (RS+AG) {:.1f} us · MPI_Allreduce of the same bytes "
+        "{:.1f} us\n",
+        num(gemm_field::compute_us), num(gemm_field::comm_us), num(gemm_field::mpi_allreduce_us));
+    out += fmt::format("sequential {:.1f} us · pipelined {:.1f} us (compute done at {:.1f} us)\n",
+                       num(gemm_field::sequential_us), num(gemm_field::pipelined_us), num(gemm_field::compute_done_us));
+    out += fmt::format("speedup {:.3f}x · time saved {:.1f} us · overlap efficiency {:.1f}%\n",
+                       num(gemm_field::speedup), num(gemm_field::time_saved_us), num(gemm_field::overlap_eff) * 100);
+    out += fmt::format(
+        "ideal pipelined max(c,m) + min(c,m)/W = {:.1f} us · reached {:.1f}% of ideal\n",
+        num(gemm_field::ideal_us), num(gemm_field::ideal_ratio) * 100);
+    out += fmt::format(
+        "compute {:.2f} GFLOP/s per rank · comm {:.2f} GB/s (M x N x 4 bytes / comm-only time)\n",
+        num(gemm_field::gflops), num(gemm_field::comm_gbps));
+  }
+  if (num(gemm_field::max_err) >= 0)
+    out +=
+        fmt::format("verification: max |error| {:.3g}, {} elements outside tolerance (all ranks)\n",
+                    num(gemm_field::max_err), num(gemm_field::wrong));
+  return out;
+}
+
+}  // namespace xb

@@ -1,0 +1,99 @@
+// `xferbench kv`: KV-cache block put/get among ranks.
+#include "family/kv/kv_family.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "family/engine/engine_family.hpp"
+#include "family/kv/kv_bench.hpp"
+#include "family/run.hpp"
+
+namespace xb {
+namespace {
+
+std::vector<int> parse_blocks(const std::string& text) {
+  std::vector<int> out;
+  for (const auto& b : split_list(text)) {
+    int v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(b, &used);
+      if (used != b.size()) v = 0;
+    } catch (const std::exception&) {
+      v = 0;
+    }
+    if (v < 1 || v > 100000)
+      throw UsageError(fmt::format("--blocks: '{}' is not a positive block count", b));
+    out.push_back(v);
+  }
+  return out;
+}
+
+class KvFamily final : public Family {
+ public:
+  KvFamily() {
+    schema_.add(kv_field::blocks, FieldRole::key, "blocks per round")
+        .add(kv_field::block_bytes, FieldRole::info, "bytes per block");
+  }
+  std::string name() const override { return "kv"; }
+  std::string summary() const override {
+    return "KV-cache block put/get among ranks over the UCX engine";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override {
+    r.add({"kv.get", "kv", "every rank reads its blocks from the others", host_memory_only});
+    r.add({"kv.put", "kv", "rank 0 writes blocks to every peer", host_memory_only});
+  }
+  std::string table_note(const Report&) const override { return engine_note(); }
+  std::string tables(const Report& r) const override { return kv_tables(r); }
+
+  void add_options(CLI::App& app) override {
+    app.add_option_function<std::string>(
+           "--block-bytes",
+           [this](const std::string& s) { cfg_.block_bytes = parse_size(s, "--block-bytes"); },
+           "bytes per KV block (default 61 x (128K + 16K) = 8784 KiB)")
+        ->type_name("SIZE");
+    app.add_option("--blocks", blocks_, "blocks per round, comma list")->default_str("16,32,48,64");
+    add_run_options(app, run_,
+                    {.iters = "timed rounds (default 5)",
+                     .warmup = "warm-up rounds (default 1)",
+                     .check = "skip verification",
+                     .ranks = true});
+    app.footer(
+        R"(Get: every rank reads its blocks from the other ranks (spread round-robin); Put: rank 0
+writes the blocks to every peer. GB/s = bytes of the round / round time (per rank for get).
+Examples:
+  mpiexec -n 4 xferbench kv
+  xferbench kv --ranks 3 --block-bytes 1M --blocks 8,16 --format json -o kv.json)");
+  }
+
+  int run(const Invocation& inv) override {
+    cfg_.blocks = parse_blocks(blocks_);
+    cfg_.iters = run_.iters_or(5);
+    cfg_.warmup = run_.warmup_or(1);
+    cfg_.check = !run_.no_check;
+    const RunOptions opts = host_only(run_, "kv");
+    Ranked r = start_ranked(opts, inv, [&](Runtime& rt) { validate_kv(rt, cfg_); });
+    std::vector<Record> recs = run_kv(*r.rt, cfg_);
+    const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
+                           {"blocks", blocks_},
+                           {"iters", std::int64_t{cfg_.iters}},
+                           {"warmup", std::int64_t{cfg_.warmup}},
+                           {"check", cfg_.check}};
+    return r.report(*this, {"kv", {}, params, std::move(recs), {}}, opts);
+  }
+
+ private:
+  KvConfig cfg_;
+  std::string blocks_ = "16,32,48,64";
+  RunOptions run_;
+  RecordSchema schema_{"kv"};
+};
+
+}  // namespace
+
+std::unique_ptr<Family> make_kv_family() { return std::make_unique<KvFamily>(); }
+
+}  // namespace xb

@@ -1,0 +1,65 @@
+#pragma once
+// `xferbench remote`: one rank reads (get) or writes (put) a peer rank's
+// window, either with its own core, synchronously, staging every tile
+// through a small local buffer (seed 000's TGET via UB), or by handing the
+// transfer to the asynchronous engine and waiting (TGET_ASYNC via SDMA).
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/record.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+// The fields remote adds to its records.
+namespace remote_field {
+inline constexpr FieldKey<double> cycles{"cycles"};  // counter cycles per transfer
+inline constexpr FieldKey<std::string> transport{"transport"};
+}  // namespace remote_field
+
+enum class RemoteOp { get, put };
+const char* to_string(RemoteOp op);
+
+struct RemoteConfig {
+  std::vector<RemoteOp> ops{RemoteOp::get};
+  std::vector<Method> methods{Method::dma, Method::core};
+  std::vector<Bytes> sizes;  // default 4K..4M x4 (seed 000)
+  std::optional<int> iters;  // default: scaled with size
+  std::optional<int> warmup;
+  std::optional<Transport> transport;  // default: shm on one host, else rma
+  int root = 0;                        // the rank that issues transfers
+  std::optional<int> peer;             // default (root + 1) % ranks
+  bool check = true;
+  CopierOptions copier{1, 64 * 1024};  // engine workers; core staging tile
+  // Test seam: called on the receiving rank with the received bytes after
+  // timing, before verification (tests corrupt them to prove the check).
+  std::function<void(std::span<std::byte>)> before_verify;
+};
+
+// Seed 000 runs many iterations at 4 KiB and fewer at 4 MiB.
+int scaled_iters(Bytes n);
+
+// A one-line text of every option that must match across ranks.
+std::string remote_digest(const RemoteConfig& cfg);
+
+// Collective. Throws UsageError on every rank (same message) for a peer or
+// root out of range, options that differ between ranks, or a window larger
+// than available memory.
+void validate_remote(Runtime& rt, const RemoteConfig& cfg);
+
+struct RemoteResult {
+  std::vector<Record> records;  // the issuing rank's, on every rank
+  Params summary;               // crossover per op, cycle counter
+};
+
+// Collective; every rank must call it.
+RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg);
+
+// "dma overtakes core from 16 KiB" (or which method wins everywhere) for
+// the records of one op.
+std::string crossover_text(const std::vector<Record>& records, const std::string& op);
+
+}  // namespace xb

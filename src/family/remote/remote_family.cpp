@@ -1,0 +1,134 @@
+// `xferbench remote`: options -> RemoteConfig, ranks, records -> report.
+#include "family/remote/remote_family.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "family/remote/remote_bench.hpp"
+#include "family/run.hpp"
+
+namespace xb {
+namespace {
+
+std::vector<RemoteOp> parse_ops(const std::string& text) {
+  std::vector<RemoteOp> ops;
+  for (const auto& op : split_list(text)) {
+    if (op == "get")
+      ops.push_back(RemoteOp::get);
+    else if (op == "put")
+      ops.push_back(RemoteOp::put);
+    else
+      throw UsageError(fmt::format("--op: unknown operation '{}' (get, put)", op));
+  }
+  if (ops.empty()) throw UsageError("--op needs get, put or both");
+  return ops;
+}
+
+class RemoteFamily final : public Family {
+ public:
+  RemoteFamily() {
+    schema_.add(remote_field::cycles, FieldRole::metric, "device counter cycles per transfer")
+        .add(remote_field::transport, FieldRole::key, "shm, rma (host windows) or ipc");
+  }
+  std::string name() const override { return "remote"; }
+  std::string summary() const override {
+    return "one rank gets/puts a peer rank's window: core (staged) vs dma (engine)";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override {
+    for (const char* op : {"get", "put"})
+      r.add({fmt::format("remote.{}", op),
+             "remote",
+             fmt::format("{} a peer rank's window: core (staged) vs dma (engine)", op),
+             {}});
+  }
+  std::string tables(const Report& r) const override { return remote_tables(r); }
+
+  void add_options(CLI::App& app) override {
+    app.add_option_function<std::string>(
+           "--op", [this](const std::string& s) { cfg_.ops = parse_ops(s); },
+           "comma list of get, put")
+        ->default_str("get");
+    app.add_option_function<std::string>(
+           "--method",
+           [this](const std::string& m) {
+             cfg_.methods = m == "dma"    ? std::vector<Method>{Method::dma}
+                            : m == "core" ? std::vector<Method>{Method::core}
+                                          : std::vector<Method>{Method::dma, Method::core};
+           },
+           "core (own core via staging tile), dma (async engine), both")
+        ->check(CLI::IsMember({"dma", "core", "both"}))
+        ->default_str("both");
+    add_size_options(app, sizes_, "4K", "4M", "4");
+    app.add_option_function<std::string>(
+           "--transport",
+           [this](const std::string& t) {
+             cfg_.transport = t == "shm" ? Transport::shm : Transport::rma;
+           },
+           "shm (one host, load/store) or rma (MPI one-sided); default shm on one host")
+        ->check(CLI::IsMember({"shm", "rma"}));
+    app.add_option("--root", cfg_.root, "the rank that issues transfers")->default_str("0");
+    app.add_option("--peer", cfg_.peer, "the rank whose window is read/written (default root+1)");
+    app.add_option_function<std::string>(
+           "--tile", [this](const std::string& t) { cfg_.copier.tile = parse_tile(t); },
+           "core: staging tile size (cuda: shared memory, 0 = direct)")
+        ->type_name("SIZE")
+        ->default_str("64K");
+    app.add_option(
+           "--threads", cfg_.copier.threads,
+           "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM)")
+        ->check(CLI::Range(1, 65535));
+    add_run_options(app, run_,
+                    {.iters = "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)",
+                     .warmup = "warm-up transfers (default: iters/10)",
+                     .check = "skip verification of the received bytes",
+                     .ranks = true});
+    app.footer(R"(Ranks come from MPICH's mpiexec; rank 0 reports, the others stay silent.
+Examples:
+  mpiexec -n 2 xferbench remote                     get, 4K..4M x4, both methods
+  xferbench remote --ranks 2 --op get,put -b 4K -e 64M -f 2 --format json -o r.json
+  mpiexec -f hosts -n 2 xferbench remote --transport rma      two hosts)");
+  }
+
+  int run(const Invocation& inv) override {
+    cfg_.sizes = sizes_of(sizes_, 4096, 4ULL << 20, 4.0);
+    if (run_.iters > 0) cfg_.iters = run_.iters;
+    if (run_.warmup >= 0) cfg_.warmup = run_.warmup;
+    cfg_.check = !run_.no_check;
+    Ranked r = start_ranked(run_, inv, [&](Runtime& rt) { validate_remote(rt, cfg_); });
+    RemoteResult res = run_remote(*r.rt, *r.backend, cfg_);
+    return r.report(*this, {"remote", {}, params(), std::move(res.records), std::move(res.summary)},
+                    run_);
+  }
+
+ private:
+  Params params() const {
+    std::string ops, method;
+    for (RemoteOp op : cfg_.ops) ops += (ops.empty() ? "" : ",") + std::string(to_string(op));
+    method = cfg_.methods.size() == 2 ? "both" : to_string(cfg_.methods.front());
+    return {{"op", ops},
+            {"method", method},
+            {"sizes", join_sizes(cfg_.sizes)},
+            {"iters", std::int64_t{cfg_.iters.value_or(0)}},
+            {"warmup", std::int64_t{cfg_.warmup.value_or(-1)}},
+            {"transport", std::string(cfg_.transport ? to_string(*cfg_.transport) : "auto")},
+            {"root", std::int64_t{cfg_.root}},
+            {"peer", std::int64_t{cfg_.peer.value_or(-1)}},
+            {"threads", std::int64_t{cfg_.copier.threads}},
+            {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
+            {"check", cfg_.check}};
+  }
+
+  RemoteConfig cfg_;
+  SizeArgs sizes_;
+  RunOptions run_;
+  RecordSchema schema_{"remote"};
+};
+
+}  // namespace
+
+std::unique_ptr<Family> make_remote_family() { return std::make_unique<RemoteFamily>(); }
+
+}  // namespace xb

@@ -1,0 +1,205 @@
+#include "family/run.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "core/sysinfo.hpp"
+
+namespace xb {
+
+void add_output_options(CLI::App& app, RunOptions& opts) {
+  app.add_option("--backend", opts.backend, "host, cuda, ascend or auto (first available)")
+      ->default_str("auto");
+  app.add_option("--format", opts.format, "table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->default_str("table");
+  app.add_option("-o,--output", opts.output, "write the --format output to FILE")
+      ->type_name("FILE");
+  app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
+}
+
+void add_run_options(CLI::App& app, RunOptions& opts, const RunOpts& which) {
+  if (!which.iters.empty())
+    app.add_option(which.iters_name, opts.iters, which.iters)->check(CLI::Range(1, 10000000));
+  if (!which.warmup.empty())
+    app.add_option("-w,--warmup", opts.warmup, which.warmup)->check(CLI::Range(0, 1000000));
+  if (!which.check.empty()) app.add_flag("--no-check", opts.no_check, which.check);
+  if (which.ranks)
+    app.add_option("--ranks", opts.ranks, "outside mpiexec: start N ranks under mpiexec")
+        ->check(CLI::Range(1, 4096));
+  add_output_options(app, opts);
+  app.add_option("--min-bw", opts.min_bw,
+                 "exit 1 when a record's headline figure (GB/s; coll: busbw) is below this")
+      ->check(CLI::NonNegativeNumber);
+}
+
+RunOptions host_only(RunOptions opts, const std::string& family) {
+  if (opts.backend == "auto") opts.backend = "host";
+  if (opts.backend != "host")
+    throw UsageError(fmt::format("{} runs on the host backend only in this version (not {})",
+                                 family, opts.backend));
+  return opts;
+}
+
+EnvInfo env_of(const Backend& backend) {
+  EnvInfo env;
+  env.host = host_name();
+  env.cpu = cpu_model();
+  env.cores = online_cores();
+  env.backend = backend.name();
+  for (const auto& d : backend.devices()) env.devices.push_back({d.id, d.name, d.numa});
+  return env;
+}
+
+struct Output::File {
+  std::ofstream stream;
+};
+
+Output::Output(const RunOptions& opts) : opts_(opts), format_(parse_format(opts.format)) {
+  if (opts.output.empty()) return;
+  file_ = std::make_unique<File>();
+  file_->stream.open(opts.output, std::ios::out | std::ios::trunc);
+  if (!file_->stream)
+    throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
+}
+
+Output::~Output() = default;
+
+void Output::emit(const std::function<std::string(Format)>& render) {
+  if (!file_) {
+    std::cout << render(format_) << std::flush;
+    return;
+  }
+  file_->stream << render(format_);
+  file_->stream.flush();
+  if (!file_->stream) throw RuntimeError(fmt::format("writing {} failed", opts_.output));
+  if (!opts_.quiet) std::cout << render(Format::table) << std::flush;
+}
+
+void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
+                      const std::string& default_max, const std::string& default_factor) {
+  app.add_option("-s,--size", a.size, "fixed size, e.g. 256M")->type_name("SIZE");
+  app.add_option("-b,--minbytes", a.min, "sweep start (default " + default_min + ")")
+      ->type_name("SIZE");
+  app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")
+      ->type_name("SIZE");
+  app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
+}
+
+std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
+                            double default_factor) {
+  if (a.fixed() && a.sweep_given()) throw UsageError("-s is exclusive with -b/-e/-f/-i");
+  if (a.fixed()) return {parse_size(a.size, "-s size")};
+  SweepSpec spec;
+  spec.min = a.min.empty() ? default_min : parse_size(a.min, "-b size");
+  spec.max = a.max.empty() ? default_max : parse_size(a.max, "-e size");
+  spec.step = a.step.empty() ? 0 : parse_size(a.step, "-i step");
+  spec.factor = spec.step ? a.factor : (a.factor != 0 ? a.factor : default_factor);
+  return expand_sweep(spec);
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto comma = s.find(',', start);
+    const auto item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string join_sizes(const std::vector<Bytes>& sizes) {
+  std::string s;
+  for (Bytes b : sizes) s += (s.empty() ? "" : ",") + std::to_string(b);
+  return s;
+}
+
+Bytes parse_tile(const std::string& text) {
+  return text == "0" ? 0 : parse_size(text, "--tile size");
+}
+
+Progress progress_for(const RunOptions& opts) {
+  if (opts.quiet || !isatty(STDERR_FILENO)) return {};
+  return [](std::size_t done, std::size_t total, const std::string& what) {
+    if (done >= total) {
+      std::fprintf(stderr, "\r\033[K");
+    } else {
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done + 1, total, what.c_str());
+    }
+    std::fflush(stderr);
+  };
+}
+
+int finish(const Report& report, const RunOptions& opts, const RecordSchema& schema) {
+  const int rc = exit_code(report);
+  if (opts.min_bw <= 0) return rc;
+  int below = 0;
+  std::string worst;
+  double lowest = 1e300;
+  for (const auto& r : report.results) {
+    if (r.status != Status::ok) continue;
+    const double bw = schema.headline_value(r);
+    if (bw >= opts.min_bw) continue;
+    ++below;
+    if (bw < lowest) {
+      lowest = bw;
+      worst = fmt::format("{} {} {} B", r.kase, r.method, r.bytes);
+    }
+  }
+  if (below == 0) return rc;
+  std::fprintf(stderr, "xferbench: %d record%s below --min-bw %g GB/s (lowest: %s at %.3f GB/s)\n",
+               below, below == 1 ? "" : "s", opts.min_bw, worst.c_str(), lowest);
+  return 1;
+}
+
+int report_once(const Family& f, Report r, const RunOptions& opts, Output& out) {
+  out.emit([&](Format fmt) { return render(f, r, fmt); });
+  return finish(r, opts, f.schema());
+}
+
+Ranked start_ranked(const RunOptions& opts, const Invocation& inv,
+                    const std::function<void(Runtime&)>& validate) {
+  if (opts.ranks > 0 && !launched_by_mpiexec())
+    reexec_under_mpiexec(opts.ranks, inv.argc, inv.argv);
+  Ranked r;
+  r.backend = make_backend(opts.backend);
+  r.rt = make_mpi_runtime();
+  if (opts.ranks > 0 && opts.ranks != r.rt->size())
+    throw UsageError(
+        fmt::format("--ranks {} but mpiexec started {} ranks", opts.ranks, r.rt->size()));
+  validate(*r.rt);
+  std::string err;
+  if (r.rt->root()) {
+    try {
+      r.out = std::make_unique<Output>(opts);
+    } catch (const UsageError& e) {
+      err = e.what();
+    }
+  }
+  err = r.rt->agree(err);
+  if (!err.empty()) throw UsageError(err);
+  return r;
+}
+
+int Ranked::report(const Family& f, Report r, const RunOptions& opts) {
+  r.env = env_of(*backend);
+  r.env.ranks = rt->size();
+  if (out) out->emit([&](Format fmt) { return render(f, r, fmt); });
+  return finish(r, opts, f.schema());
+}
+
+}  // namespace xb

@@ -1,0 +1,111 @@
+#pragma once
+// What every family's command shares: one set of run options (each declared
+// here once, with one range), the output file, size sweeps, the multi-rank
+// set-up and the exit code of a measured report.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/sweep.hpp"
+#include "family/family.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+// The run options. Each family declares the ones it takes (RunOpts), with
+// its own defaults in the help text; a value left unset keeps the family's
+// default (iters 0, warmup -1).
+struct RunOptions {
+  std::string backend = "auto";
+  std::string format = "table";
+  std::string output;  // -o FILE
+  bool quiet = false;
+  double min_bw = 0;  // --min-bw GBPS, 0: off
+  int iters = 0;      // -n: 0 = the family's default
+  int warmup = -1;    // -w: -1 = the family's default
+  bool no_check = false;
+  int ranks = 0;  // --ranks: 0 = as launched
+
+  int iters_or(int dflt) const { return iters > 0 ? iters : dflt; }
+  int warmup_or(int dflt) const { return warmup >= 0 ? warmup : dflt; }
+};
+
+// Which of the per-run options a family takes, and their help text.
+struct RunOpts {
+  std::string iters;  // "-n" help, e.g. "timed iterations (default 20)"; empty: no -n
+  std::string iters_name = "-n,--iters";  // engine counts loops: "-n,--loops"
+  std::string warmup;                     // "-w" help; empty: no -w
+  std::string check;                      // "--no-check" help; empty: no --no-check
+  bool ranks = false;                     // --ranks N
+};
+
+// --backend, --format, -o, -q, --min-bw, and those `which` names.
+void add_run_options(CLI::App& app, RunOptions& opts, const RunOpts& which = {});
+// Only --backend, --format, -o, -q: for list and topo.
+void add_output_options(CLI::App& app, RunOptions& opts);
+// For families on host memory only: `auto` means host; another backend is a
+// UsageError naming the family.
+RunOptions host_only(RunOptions opts, const std::string& family);
+
+EnvInfo env_of(const Backend& backend);
+
+// Writes `render(format)` to -o FILE (the table also goes to stdout unless
+// --quiet) or to stdout. The file is opened before anything runs, so a bad
+// path is a usage error, not lost results.
+class Output {
+ public:
+  explicit Output(const RunOptions& opts);
+  ~Output();
+  void emit(const std::function<std::string(Format)>& render);
+  Format format() const { return format_; }
+
+ private:
+  struct File;
+  RunOptions opts_;
+  Format format_;
+  std::unique_ptr<File> file_;
+};
+
+// -s / -b -e -f -i, shared by every family that sweeps sizes.
+struct SizeArgs {
+  std::string size, min, max, step;
+  double factor = 0;
+  bool fixed() const { return !size.empty(); }
+  bool sweep_given() const { return !min.empty() || !max.empty() || factor != 0 || !step.empty(); }
+};
+void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
+                      const std::string& default_max, const std::string& default_factor);
+// The sizes asked for, or the default sweep MIN..MAX by FACTOR. Throws
+// UsageError for malformed sizes or -s mixed with a sweep.
+std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
+                            double default_factor);
+std::vector<std::string> split_list(const std::string& s);
+std::string join_sizes(const std::vector<Bytes>& sizes);  // "4096,65536"
+// --tile: a size, or 0 (direct copies, no staging tile, on GPU backends).
+Bytes parse_tile(const std::string& text);
+// Progress on stderr, only on a terminal and without -q, overwritten in place.
+Progress progress_for(const RunOptions& opts);
+
+// The exit code of a measured report: 1 when a record failed or, with
+// --min-bw, when an ok record's headline metric (schema) is below it.
+int finish(const Report& report, const RunOptions& opts, const RecordSchema& schema);
+
+// A single-process run: the backend, the output, the report.
+int report_once(const Family& f, Report r, const RunOptions& opts, Output& out);
+
+// The set-up every multi-rank family shares: --ranks re-executes under
+// mpiexec, MPI starts, the rank count is checked, `validate` runs on every
+// rank, and -o is opened on rank 0 (a bad path fails on every rank alike).
+struct Ranked {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Runtime> rt;
+  std::unique_ptr<Output> out;  // rank 0 only
+  // Fills the environment, prints from rank 0 only, returns the exit code.
+  int report(const Family& f, Report r, const RunOptions& opts);
+};
+Ranked start_ranked(const RunOptions& opts, const Invocation& inv,
+                    const std::function<void(Runtime&)>& validate);
+
+}  // namespace xb

@@ -1,0 +1,64 @@
+// The table kit shared by every family's tables.
+#include "report/table_kit.hpp"
+
+#include <fmt/format.h>
+
+namespace xb {
+
+std::string table_header(const Report& r) {
+  const auto& e = r.env;
+  return fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n", r.command,
+                     e.backend, e.devices.size(), e.devices.size() == 1 ? "" : "s", e.host, e.cpu,
+                     e.cores, e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "");
+}
+
+std::string table_footer(const Report& r) {
+  std::map<Status, int> count;
+  for (const auto& x : r.results) ++count[x.status];
+  std::string out;
+  bool first = true;
+  for (const auto& [k, v] : r.summary) {
+    if (k.rfind("crossover", 0) != 0) continue;
+    out += fmt::format("{}{}\n", first ? "\n" : "", field_text(v));
+    first = false;
+  }
+  out += fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),
+                     count[Status::ok], count[Status::waived], count[Status::failed]);
+  for (const auto& x : r.results)
+    if (x.status == Status::failed)
+      out += fmt::format("  failed: {} {} {}->{} {} B: {}\n", x.kase, x.method, x.src, x.dst,
+                         x.bytes, x.reason);
+  return out;
+}
+
+std::string field_text(const FieldValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return x;
+        } else if constexpr (std::is_same_v<T, double>) {
+          return fmt::format("{:.6g}", x);
+        } else {
+          return fmt::format("{}", x);
+        }
+      },
+      v);
+}
+
+const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key) {
+  for (const auto& [k, v] : fields)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+CaseGroups group_by_case(const Report& r) {
+  CaseGroups g;
+  for (const auto& rec : r.results) {
+    if (!g.by_case.count(rec.kase)) g.order.push_back(rec.kase);
+    g.by_case[rec.kase].push_back(&rec);
+  }
+  return g;
+}
+
+}  // namespace xb
