@@ -1,6 +1,6 @@
 #pragma once
 // The backend interface: devices, buffers, streams/events and copiers, with
-// capability queries. Vendor types stay inside backend/<vendor>/ (STYLE.md §6).
+// capability queries. Vendor types stay inside backend/<vendor>/.
 // Optional operations answer with Support::no(reason) or throw NotSupported.
 #include <cstddef>
 #include <memory>
@@ -90,7 +90,7 @@ struct CopierOptions {
 };
 
 // How one batch of copies is executed and timed: the copy method is a
-// parameter (STYLE.md §3), not a class per direction.
+// parameter, not a class per direction.
 class Copier {
  public:
   virtual ~Copier() = default;
@@ -154,12 +154,5 @@ struct BackendStatus {
   bool available = false;
   std::string reason;  // why not, when unavailable
 };
-
-// Backends compiled into this binary, in `auto` preference order.
-std::vector<BackendStatus> probe_backends();
-
-// "host", "auto" (first available). Throws UsageError for an unknown or
-// unavailable name, with the reason.
-std::unique_ptr<Backend> make_backend(const std::string& name);
 
 }  // namespace xb

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "backend/host/host_topology.hpp"
+#include "backend/select/select.hpp"
 #include "cli/cli.hpp"
 #include "family/run.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // Record: one measured (or waived, or failed) case. Benchmarks emit records;
-// reporters only format them (STYLE.md §2).
+// reporters only format them.
 #include <cstdint>
 #include <optional>
 #include <span>

@@ -1,7 +1,9 @@
 #pragma once
-// The benchmark registry: every benchmark is declared once, with a key, a
-// description and a capability filter (STYLE.md §4). Registration is explicit
-// (register_copy(Registry&)), never through static initialisers.
+// The benchmark registry: every case a family can run ("copy.h2d",
+// "coll.allreduce") is declared once, by its family (Family::cases), with a
+// key, a description and a capability filter; `list` shows each one as runs
+// or waived with the reason. Registration is explicit, never through static
+// initialisers.
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,9 +22,6 @@ struct Support {
 struct Capabilities {
   std::string backend;
   int devices = 0;
-  bool dma_copy = false;
-  bool core_copy = false;
-  bool pinned_host = false;
   bool peer_access = false;  // some pair of devices can copy directly
   bool device_ipc = false;   // device memory shared between processes (remote windows)
 };

@@ -10,14 +10,4 @@ inline double elapsed_us(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::micro>(to - from).count();
 }
 
-class Timer {
- public:
-  Timer() : start_(Clock::now()) {}
-  void reset() { start_ = Clock::now(); }
-  double us() const { return elapsed_us(start_, Clock::now()); }
-
- private:
-  Clock::time_point start_;
-};
-
 }  // namespace xb

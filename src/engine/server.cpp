@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "core/pattern.hpp"
 #include "core/timer.hpp"
 #include "engine/bootstrap.hpp"
@@ -25,8 +26,7 @@ namespace xb::engine {
 namespace {
 
 struct HostMemory {
-  explicit HostMemory(Bytes n)
-      : size(n), data(static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))) {
+  explicit HostMemory(Bytes n) : size(n), data(static_cast<std::byte*>(alloc_pages(n))) {
     if (!data) throw RuntimeError(fmt::format("cannot allocate the {} region", format_size(n)));
   }
   ~HostMemory() { std::free(data); }
@@ -233,7 +233,8 @@ class Server {
     if (off > slot_len_ || len > slot_len_ - off)
       throw ProtocolError("verify range outside the slot");
     const std::uint64_t base = static_cast<std::uint64_t>(s.slot) * slot_len_ + off;
-    const auto bad = find_mismatch(std::span<const std::byte>(region_.data() + base, len), seed, off);
+    const auto bad =
+        find_mismatch(std::span<const std::byte>(region_.data() + base, len), seed, off);
     restore(s.slot, off, len);
     const std::uint64_t answer = bad ? static_cast<std::uint64_t>(*bad) : ~0ULL;
     send_frame(s.fd, {MsgType::verified, Writer().u64(answer).take()}, cfg_.io_timeout_s);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/select/select.hpp"
 #include "core/sweep.hpp"
 #include "family/family.hpp"
 #include "runtime/runtime.hpp"

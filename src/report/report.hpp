@@ -1,6 +1,6 @@
 #pragma once
 // Reporters: Records -> table (fmt) | JSON (nlohmann) | CSV. They only
-// format; nothing here measures or decides (STYLE.md §2).
+// format; nothing here measures or decides.
 #include <string>
 #include <vector>
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "runtime/mpi_check.hpp"
 #include "runtime/runtime.hpp"
 
@@ -49,7 +50,7 @@ class MpiWindow final : public Window {
   MpiWindow(MPI_Comm comm, Bytes size, Transport t) : transport_(t), size_(size) {
     // Whole pages: Debian's MPICH 4.0.2 (ch4:ucx) serves MPI_Get from the
     // wrong place in windows of some other sizes (e.g. 100008 bytes).
-    const auto bytes = static_cast<MPI_Aint>((size + 4095) / 4096 * 4096);
+    const auto bytes = static_cast<MPI_Aint>(round_to_pages(size));
     if (t == Transport::shm) {
       mpi_check(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_),
                 "MPI_Win_allocate_shared");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # plot, report and compare on real result files of every command.
-#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | compare | bad_input | min_bw)
+#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | compare | bad_input | min_bw | v1_files)
 set -u
 xb=$1; mpiexec=$2; scenario=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -86,6 +86,32 @@ min_bw)
   grep -q "below --min-bw 1e+06 GB/s" "$tmp/err.log" || fail "message: $(cat "$tmp/err.log")"
   "$xb" copy -t d2d -s 64K -n 3 --min-bw 0.000001 -q >/dev/null || fail "--min-bw below every record failed"
   "$mpiexec" -n 2 "$xb" coll allreduce -s 64K -n 2 --min-bw 1000000 >/dev/null 2>&1 && fail "coll --min-bw"
+  ;;
+v1_files)
+  # Files written by the build before the family redesign (tests/golden/v1, one per family):
+  # they still load, plot and report, and match today's records key for key.
+  v1=$(cd "$(dirname "$0")/../golden/v1" && pwd)
+  for f in copy remote coll engine kv gemm-ar; do
+    ok=$(/usr/bin/python3 -c 'import json,sys; print(sum(r["status"]=="ok" for r in json.load(open(sys.argv[1]))["results"]))' "$v1/$f.json")
+    "$xb" compare "$v1/$f.json" "$v1/$f.json" >"$tmp/self_$f.log" || fail "compare $f with itself"
+    grep -q "^$ok matched, 0 regressions past 5.0%, 0 unmatched" "$tmp/self_$f.log" ||
+      fail "$f: expected $ok matched: $(tail -1 "$tmp/self_$f.log")"
+    "$xb" plot "$v1/$f.json" -o "$tmp/$f.png" 2>"$tmp/plot_$f.log" || fail "plot $f"
+    [ "$(head -c 8 "$tmp/$f.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] || fail "$f.png is not a PNG"
+  done
+  "$xb" report "$v1"/*.json -o "$tmp/report.html" || fail "report of the v1 files"
+  grep -q 'data-expected-charts="[1-9]' "$tmp/report.html" || fail "report has no charts"
+  # The same runs today: every record finds its partner in the old file.
+  "$xb" copy -t d2d,h2d -b 4K -e 64K -f 4 -n 3 --format json -o "$tmp/copy.json" -q || fail copy
+  "$mpiexec" -n 2 "$xb" remote -b 4K -e 16K -n 20 --format json -o "$tmp/remote.json" -q || fail remote
+  "$mpiexec" -n 2 "$xb" coll allreduce -b 1K -e 16K -f 4 -n 5 -w 1 --format json -o "$tmp/coll.json" -q || fail coll
+  "$xb" engine selftest -t 1M --block-steps 2 --loops 2 --format json -o "$tmp/engine.json" -q || fail engine
+  "$mpiexec" -n 2 "$xb" kv --block-bytes 64K --blocks 2,4 -n 2 --format json -o "$tmp/kv.json" -q || fail kv
+  "$mpiexec" -n 2 "$xb" gemm-ar -M 256 -K 256 -N 256 -n 2 --format json -o "$tmp/gemm-ar.json" -q || fail gemm-ar
+  for f in copy remote coll engine kv gemm-ar; do
+    "$xb" compare "$v1/$f.json" "$tmp/$f.json" --threshold 99% >"$tmp/cross_$f.log"
+    grep -q " 0 unmatched$" "$tmp/cross_$f.log" || fail "$f: old and new records differ: $(cat "$tmp/cross_$f.log")"
+  done
   ;;
 *) fail "unknown scenario" ;;
 esac

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "family/coll/coll_bench.hpp"
 #include "mpi_env.hpp"

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.hpp"
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "family/remote/remote_bench.hpp"
 #include "mpi_env.hpp"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 
 namespace xb {

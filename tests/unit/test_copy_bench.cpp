@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "backend/backend.hpp"
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "family/copy/copy_bench.hpp"
 

@@ -6,6 +6,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/host/host_internal.hpp"
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 
 namespace xb {

@@ -159,8 +159,6 @@ class AscendBackend final : public Backend {
     Capabilities c;
     c.backend = name();
     c.devices = static_cast<int>(devices_.size());
-    c.dma_copy = c.pinned_host = true;
-    c.core_copy = false;
     c.peer_access = any_peer_pair(peer_, devices_.size());
     return c;
   }

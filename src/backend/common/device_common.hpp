@@ -1,7 +1,7 @@
 #pragma once
 // What the device backends (cuda, ascend) share, free of vendor types: the
 // vendor code passes its handles and calls in as template arguments or
-// callbacks (STYLE.md §6: vendor types stay inside backend/<vendor>/).
+// callbacks (vendor types stay inside backend/<vendor>/).
 #include <algorithm>
 #include <cstddef>
 #include <functional>

@@ -171,7 +171,7 @@ Capabilities CudaBackend::capabilities() const {
   Capabilities c;
   c.backend = name();
   c.devices = static_cast<int>(devices_.size());
-  c.dma_copy = c.core_copy = c.pinned_host = c.device_ipc = true;
+  c.device_ipc = true;
   c.peer_access = any_peer_pair(peer_, devices_.size());  // the diagonal does not count
   return c;
 }

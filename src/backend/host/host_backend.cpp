@@ -113,7 +113,6 @@ Capabilities HostBackend::capabilities() const {
   Capabilities c;
   c.backend = name();
   c.devices = static_cast<int>(devices_.size());
-  c.dma_copy = c.core_copy = c.pinned_host = true;
   c.peer_access = devices_.size() >= 2;
   return c;
 }

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <new>
 
-#include "family/copy/copy_plan.hpp"
 #include "core/error.hpp"
 #include "core/pattern.hpp"
+#include "family/copy/copy_plan.hpp"
 
 namespace xb {
 namespace {
@@ -16,7 +16,11 @@ constexpr Bytes kStage = 8ULL << 20;  // host staging for fill and verify
 
 void register_case(Registry& r, const char* key, const char* what, int min_devices) {
   r.add({key, "copy", what, [min_devices](const Capabilities& c) {
-           if (c.devices >= min_devices) return Support::yes();
+           if (c.devices >= min_devices && (min_devices < 2 || c.peer_access))
+             return Support::yes();
+           if (c.devices >= min_devices)
+             return Support::no(
+                 fmt::format("no pair of the {} backend's devices has peer access", c.backend));
            return Support::no(fmt::format(
                "needs at least {} devices, the {} backend has {}{}", min_devices, c.backend,
                c.devices,

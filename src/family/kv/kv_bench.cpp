@@ -12,6 +12,7 @@
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "engine/ucx.hpp"
+#include "family/agree.hpp"
 
 namespace xb {
 namespace {
@@ -29,16 +30,6 @@ struct Mesh {
   std::unique_ptr<engine::Region> pool, local;
   std::vector<std::unique_ptr<engine::Remote>> peers;  // by rank, null for self
 };
-
-std::string agree_on(Runtime& rt, const std::function<void()>& f) {
-  std::string err;
-  try {
-    f();
-  } catch (const std::exception& e) {
-    err = fmt::format("rank {}: {}", rt.rank(), e.what());
-  }
-  return rt.agree(err);
-}
 
 void connect(Runtime& rt, Mesh& m, Bytes pool_bytes, const KvConfig& cfg) {
   m.pool = std::make_unique<engine::Region>(m.worker, pool_bytes);
@@ -206,11 +197,13 @@ std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg) {
   for (const auto& w : rt.allgather(records_to_wire(mine)))
     for (auto& r : records_from_wire(w)) all.push_back(std::move(r));
   std::stable_sort(all.begin(), all.end(), [](const Record& a, const Record& b) {
-    return a.get_or(kv_field::blocks, std::int64_t{0}) < b.get_or(kv_field::blocks, std::int64_t{0});
+    return a.get_or(kv_field::blocks, std::int64_t{0}) <
+           b.get_or(kv_field::blocks, std::int64_t{0});
   });
   for (int b : cfg.blocks) summarize(all, b, bb);
   std::stable_sort(all.begin(), all.end(), [](const Record& a, const Record& b) {
-    return a.get_or(kv_field::blocks, std::int64_t{0}) < b.get_or(kv_field::blocks, std::int64_t{0});
+    return a.get_or(kv_field::blocks, std::int64_t{0}) <
+           b.get_or(kv_field::blocks, std::int64_t{0});
   });
   return all;
 }

@@ -1,0 +1,19 @@
+#pragma once
+// Choosing a backend by name: the one place that knows every backend (its
+// own folder, so the vendor folders depend on backend/ and not back).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace xb {
+
+// Backends compiled into this binary, in `auto` preference order.
+std::vector<BackendStatus> probe_backends();
+
+// "host", "auto" (first available). Throws UsageError for an unknown or
+// unavailable name, with the reason.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace xb

@@ -1,0 +1,288 @@
+#include "family/remote/remote_windows.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/cycles.hpp"
+#include "core/error.hpp"
+#include "core/pattern.hpp"
+#include "core/timer.hpp"
+#include "family/agree.hpp"
+
+namespace xb {
+namespace {
+
+Bytes biggest_size(const RemoteConfig& cfg) {
+  return *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+}
+
+// ---- host windows ----
+
+Transport transport_of(const Runtime& rt, const RemoteConfig& cfg) {
+  return cfg.transport ? *cfg.transport : (rt.single_host() ? Transport::shm : Transport::rma);
+}
+
+// The root's side of one (op, method): everything a transfer touches.
+struct Mover {
+  Window& win;
+  int peer;
+  RemoteOp op;
+  Method method;
+  Bytes tile;
+  std::byte* local;  // get: destination, put: source
+  std::byte* stage;  // core: the staging tile
+  Stream* stream;    // dma over shm: the backend's copy engine
+  Event* done;
+  Buffer* local_buf;
+  Buffer* peer_buf;  // a view of the peer's window
+
+  void core(Bytes n) {
+    std::byte* remote = win.direct(peer);
+    for (Bytes off = 0; off < n; off += tile) {
+      const Bytes len = std::min(tile, n - off);
+      if (op == RemoteOp::get) {
+        if (remote)
+          std::memcpy(stage, remote + off, len);
+        else
+          win.get(stage, peer, off, len);
+        std::memcpy(local + off, stage, len);
+      } else {
+        std::memcpy(stage, local + off, len);
+        if (remote)
+          std::memcpy(remote + off, stage, len);
+        else
+          win.put(stage, peer, off, len);
+      }
+    }
+  }
+
+  void dma(Bytes n) {
+    if (stream) {
+      if (op == RemoteOp::get)
+        stream->copy_async(*peer_buf, 0, *local_buf, 0, n);
+      else
+        stream->copy_async(*local_buf, 0, *peer_buf, 0, n);
+      stream->record(*done);
+      done->synchronize();
+    } else if (op == RemoteOp::get) {
+      win.rget(local, peer, 0, n)->wait();
+    } else {
+      win.rput(local, peer, 0, n)->wait();
+    }
+  }
+
+  void operator()(Bytes n) { method == Method::core ? core(n) : dma(n); }
+};
+
+RemoteTimed time_transfers(Mover& move, Bytes n, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) move(n);
+  RemoteTimed t;
+  std::uint64_t total = 0;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = Clock::now();
+    const auto c0 = cycle_counter();
+    move(n);
+    const auto c1 = cycle_counter();
+    t.us.push_back(elapsed_us(t0, Clock::now()));
+    total += c1 - c0;
+  }
+  t.cycles = static_cast<double>(total) / iters;
+  return t;
+}
+
+class HostWindows final : public RemoteWindows {
+ public:
+  // Every rank's window starts with its own pattern; the root also maps
+  // its peer's window and opens a copy stream when they share memory (shm).
+  HostWindows(Runtime& rt, Backend& backend, const RemoteConfig& cfg)
+      : rt_(rt), cfg_(cfg), peer_(remote_peer(rt, cfg)), tr_(transport_of(rt, cfg)) {
+    const Bytes biggest = biggest_size(cfg);
+    win_ = rt.allocate_window(biggest, tr_);
+    fill_pattern(std::span(win_->local(), biggest), remote_window_seed(rt.rank()));
+    // A failure on one rank must not leave the others in a collective.
+    agree_or_throw(rt, [&] {
+      local_ = backend.allocate(MemKind::pageable, -1, biggest);
+      stage_ = backend.allocate(MemKind::pageable, -1, cfg.copier.tile);
+      done_ = backend.create_event();
+      if (tr_ == Transport::shm && is_root()) {
+        peer_view_ = std::make_unique<Buffer>(MemKind::pageable, -1, biggest, win_->direct(peer_));
+        stream_ = backend.create_stream(0, cfg.copier);
+      }
+    });
+    settle();
+  }
+
+  void prepare(RemoteOp op, Bytes n) override {
+    if (rt_.rank() == peer_) fill_pattern(std::span(win_->local(), n), remote_window_seed(peer_));
+    if (op == RemoteOp::get && is_root()) std::memset(local(), 0x5A, n);  // poison
+    if (op == RemoteOp::put && is_root())
+      fill_pattern(std::span(local(), n), remote_source_seed(rt_.rank()));
+  }
+
+  void settle() override {
+    win_->sync();
+    rt_.barrier();
+    win_->sync();
+  }
+
+  RemoteTimed time(RemoteOp op, Method m, Bytes n, int warmup, int iters) override {
+    Mover move{*win_,
+               peer_,
+               op,
+               m,
+               cfg_.copier.tile,
+               local(),
+               static_cast<std::byte*>(stage_->data()),
+               stream_.get(),
+               done_.get(),
+               local_.get(),
+               peer_view_.get()};
+    return time_transfers(move, n, warmup, iters);
+  }
+
+  std::span<std::byte> received(RemoteOp op, Bytes n) override {
+    return op == RemoteOp::get ? std::span(local(), n) : std::span(win_->local(), n);
+  }
+
+  void finish() override { settle(); }
+
+  std::string transport() const override { return to_string(tr_); }
+
+  Params summary() const override {
+    return {{"transport", std::string(to_string(tr_))},
+            {"cycle_counter", std::string(cycle_counter_name())},
+            {"cycle_hz", cycle_counter_hz()}};
+  }
+
+ private:
+  bool is_root() const { return rt_.rank() == cfg_.root; }
+  std::byte* local() const { return static_cast<std::byte*>(local_->data()); }
+
+  Runtime& rt_;
+  const RemoteConfig& cfg_;
+  int peer_;
+  Transport tr_;
+  // Declared in the order they are made: destroyed in reverse, window last.
+  std::unique_ptr<Window> win_;
+  std::unique_ptr<Buffer> local_, stage_, peer_view_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Event> done_;
+};
+
+// ---- device windows ----
+
+void write_pattern(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed,
+                   std::vector<std::byte>& host) {
+  fill_pattern(std::span(host.data(), n), seed);
+  b.write(buf, 0, std::span<const std::byte>(host.data(), n));
+}
+
+class DeviceWindows final : public RemoteWindows {
+ public:
+  // Every rank exports its window; the root imports its peer's, allocates
+  // its local buffer and makes one copier per method.
+  DeviceWindows(Runtime& rt, Backend& backend, const RemoteConfig& cfg)
+      : rt_(rt),
+        backend_(backend),
+        cfg_(cfg),
+        peer_(remote_peer(rt, cfg)),
+        dev_(rt.local_rank() % static_cast<int>(backend.devices().size())),
+        host_(biggest_size(cfg)) {
+    const Bytes biggest = biggest_size(cfg);
+    std::string handle;
+    agree_or_throw(rt, [&] {
+      win_ = backend.allocate(MemKind::device, dev_, biggest);
+      handle = backend.export_buffer(*win_);
+    });
+    const auto handles = rt.allgather(handle);
+    agree_or_throw(rt, [&] {
+      if (!is_root()) return;
+      local_ = backend.allocate(MemKind::device, dev_, biggest);
+      peer_view_ = backend.import_buffer(handles[static_cast<std::size_t>(peer_)], dev_, biggest);
+      for (Method m : cfg.methods) copiers_[static_cast<int>(m)] = backend.copier(m, cfg.copier);
+    });
+    hz_ = backend.devices()[static_cast<std::size_t>(dev_)].clock_hz;
+  }
+
+  void prepare(RemoteOp op, Bytes n) override {
+    if (rt_.rank() == peer_) write_pattern(backend_, *win_, n, remote_window_seed(peer_), host_);
+    if (is_root() && op == RemoteOp::get) {
+      std::fill_n(host_.begin(), n, std::byte{0x5A});  // poison
+      backend_.write(*local_, 0, std::span<const std::byte>(host_.data(), n));
+    }
+    if (is_root() && op == RemoteOp::put)
+      write_pattern(backend_, *local_, n, remote_source_seed(rt_.rank()), host_);
+  }
+
+  void settle() override { rt_.barrier(); }
+
+  // Timed by device events; cycles are that time at the GPU's clock.
+  RemoteTimed time(RemoteOp op, Method m, Bytes n, int warmup, int iters) override {
+    const CopyOp move = op == RemoteOp::get ? CopyOp{peer_view_.get(), local_.get(), n}
+                                            : CopyOp{local_.get(), peer_view_.get(), n};
+    Copier& copier = *copiers_[static_cast<int>(m)];
+    for (int i = 0; i < warmup; ++i) copier.run(std::span(&move, 1));
+    RemoteTimed t;
+    for (int i = 0; i < iters; ++i) t.us.push_back(copier.run(std::span(&move, 1)).batch_us);
+    double sum = 0;
+    for (double us : t.us) sum += us;
+    t.cycles = sum / iters * hz_ / 1e6;
+    return t;
+  }
+
+  std::span<std::byte> received(RemoteOp op, Bytes n) override {
+    const bool receiver = rt_.rank() == (op == RemoteOp::get ? cfg_.root : peer_);
+    if (receiver && cfg_.check)
+      backend_.read(op == RemoteOp::get ? *local_ : *win_, 0, std::span(host_.data(), n));
+    return std::span(host_.data(), n);
+  }
+
+  void finish() override {
+    peer_view_.reset();  // unmap before the peer frees its window
+    rt_.barrier();
+  }
+
+  std::string transport() const override { return "ipc"; }
+
+  Params summary() const override {
+    return {{"transport", std::string("ipc")},
+            {"cycle_counter", fmt::format("{} device clock (event time x clock)", backend_.name())},
+            {"cycle_hz", hz_}};
+  }
+
+ private:
+  bool is_root() const { return rt_.rank() == cfg_.root; }
+
+  Runtime& rt_;
+  Backend& backend_;
+  const RemoteConfig& cfg_;
+  int peer_, dev_;
+  double hz_ = 0;
+  std::vector<std::byte> host_;  // staging for fills and checks
+  // Declared in the order they are made: destroyed in reverse, window last.
+  std::unique_ptr<Buffer> win_, local_, peer_view_;
+  std::unique_ptr<Copier> copiers_[2];
+};
+
+}  // namespace
+
+std::unique_ptr<RemoteWindows> make_host_windows(Runtime& rt, Backend& backend,
+                                                 const RemoteConfig& cfg) {
+  if (cfg.copier.tile < 64)  // same options on every rank: all throw alike
+    throw UsageError("--tile must be at least 64 bytes on the host backend");
+  return std::make_unique<HostWindows>(rt, backend, cfg);
+}
+
+std::unique_ptr<RemoteWindows> make_device_windows(Runtime& rt, Backend& backend,
+                                                   const RemoteConfig& cfg) {
+  if (cfg.transport)
+    throw UsageError(
+        fmt::format("--transport applies to host windows; {} windows use IPC", backend.name()));
+  if (!rt.single_host())
+    throw UsageError(fmt::format("remote on {} needs all ranks on one host (IPC)", backend.name()));
+  return std::make_unique<DeviceWindows>(rt, backend, cfg);
+}
+
+}  // namespace xb
