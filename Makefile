@@ -1,11 +1,12 @@
 # Two commands do everything on a fresh Debian 12 machine:
 #   make run    install missing packages, configure, build, run the default suite (host backend)
-#   make test   the same set-up, then the whole test suite (release and ASan/UBSan builds)
+#   make test   the same set-up, then the whole test suite (release, release with a fake
+#               accelerator first in `auto`, and ASan/UBSan builds)
 PRESET ?= default
 BUILD := build/$(PRESET)
 XB := $(BUILD)/xferbench
 
-.PHONY: all deps configure build run test test-release test-asan bench format clean
+.PHONY: all deps configure build run test test-release test-fake-accel test-asan bench format clean
 
 all: build
 
@@ -26,10 +27,15 @@ run: build
 	mpiexec -n 2 $(XB) coll allreduce --backend host -b 64K -e 4M
 	$(XB) engine selftest
 
-test: test-release test-asan
+test: test-release test-fake-accel test-asan
 
 test-release: build
 	ctest --preset $(PRESET) -j2
+
+# The suite again with a fake Ascend runtime installed, so `auto` picks an
+# accelerator first: proves no test takes `auto` to mean the host.
+test-fake-accel: build
+	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2
 
 test-asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan

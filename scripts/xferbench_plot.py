@@ -11,6 +11,7 @@ import html
 import io
 import json
 import math
+import os
 import sys
 
 try:
@@ -19,7 +20,9 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 except ImportError:
-    print("xferbench plot needs matplotlib: apt-get install python3-matplotlib", file=sys.stderr)
+    # Exit 3 tells xferbench to try its next Python (it says what is missing).
+    if not os.environ.get("XFERBENCH_PLOT_CALLER"):
+        print("xferbench plot needs matplotlib: apt-get install python3-matplotlib", file=sys.stderr)
     sys.exit(3)
 
 

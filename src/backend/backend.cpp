@@ -43,6 +43,10 @@ std::unique_ptr<Buffer> Backend::import_buffer(const std::string&, int, Bytes) {
       fmt::format("the {} backend cannot share device memory between processes", name()));
 }
 
+Support Backend::copier_fits(Method, const CopierOptions&) const { return Support::yes(); }
+
+Support Backend::communicator_fits(Runtime&) { return Support::yes(); }
+
 std::unique_ptr<Communicator> Backend::communicator(Runtime&) {
   throw UsageError(fmt::format("the {} backend has no collective library in this build", name()));
 }

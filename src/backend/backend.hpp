@@ -122,6 +122,9 @@ class Backend {
   virtual std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
   virtual std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) = 0;
+  // Whether copier(m, opts) would take these options, without making it
+  // (so `auto` can pass a backend over): --tile and --threads limits.
+  virtual Support copier_fits(Method m, const CopierOptions& opts) const;
 
   // Device memory shared with other processes of this host (CUDA IPC): an
   // opaque handle of a device buffer, and a buffer mapping another process's
@@ -133,6 +136,9 @@ class Backend {
   // NCCL on cuda, HCCL on ascend. Collective. Throws UsageError (the same on
   // every rank) where the backend has none.
   virtual std::unique_ptr<Communicator> communicator(Runtime& rt);
+  // Collective, the same verdict on every rank: whether communicator(rt)
+  // can be made for these ranks (NCCL and HCCL: one device per rank).
+  virtual Support communicator_fits(Runtime& rt);
 };
 
 // Argument checks and conventions shared by every backend's copiers.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -34,21 +35,27 @@ std::string plot_script() {
   return XFERBENCH_SOURCE_SCRIPTS "/xferbench_plot.py";
 }
 
-// Debian's python3 has Debian's matplotlib (a pyenv python3 on PATH does not).
-std::string python() {
-  const char* env = std::getenv("XFERBENCH_PYTHON");
-  return env && *env ? env : "/usr/bin/python3";
+// The Pythons to try, in order: XFERBENCH_PYTHON alone when set; else
+// Debian's python3 (which has Debian's python3-matplotlib), then every
+// python3 on PATH (a pyenv or conda one may have its own matplotlib).
+std::vector<std::string> pythons() {
+  if (const char* env = std::getenv("XFERBENCH_PYTHON"); env && *env) return {env};
+  std::vector<std::string> out{"/usr/bin/python3"};
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t colon = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, colon - start);
+    const std::string py = (dir.empty() ? std::string(".") : dir) + "/python3";
+    if (access(py.c_str(), X_OK) == 0 && std::find(out.begin(), out.end(), py) == out.end())
+      out.push_back(py);
+    start = colon + 1;
+  }
+  return out;
 }
 
-int run_script(std::vector<std::string> args) {
-  const std::string script = plot_script();
-  if (!fs::exists(script)) throw RuntimeError(fmt::format("plot script not found at {}", script));
-  const std::string py = python();
-  if (access(py.c_str(), X_OK) != 0)
-    throw UsageError(
-        fmt::format("{} not found: install python3 and python3-matplotlib (apt-get install "
-                    "python3-matplotlib), or set XFERBENCH_PYTHON",
-                    py));
+// The script's exit code under `py`.
+int spawn(const std::string& py, const std::string& script, std::vector<std::string> args) {
   args.insert(args.begin(), {py, script});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -58,9 +65,30 @@ int run_script(std::vector<std::string> args) {
     throw RuntimeError(fmt::format("cannot run {}", py));
   int st = 0;
   waitpid(pid, &st, 0);
-  const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+int run_script(const std::vector<std::string>& args) {
+  const std::string script = plot_script();
+  if (!fs::exists(script)) throw RuntimeError(fmt::format("plot script not found at {}", script));
+  setenv("XFERBENCH_PLOT_CALLER", "xferbench", 1);  // the script leaves the message to us
+  int rc = -1;
+  std::string tried;
+  for (const auto& py : pythons()) {  // exit 3: this Python has no matplotlib, try the next
+    if (access(py.c_str(), X_OK) != 0) continue;
+    tried += (tried.empty() ? "" : ", ") + py;
+    rc = spawn(py, script, args);
+    if (rc != 3) break;
+  }
+  if (rc == -1)
+    throw UsageError(
+        "no python3 found: install python3 and python3-matplotlib (apt-get install "
+        "python3-matplotlib), or set XFERBENCH_PYTHON");
   if (rc == 3)
-    throw UsageError("xferbench plot needs matplotlib: apt-get install python3-matplotlib");
+    throw UsageError(fmt::format(
+        "xferbench plot needs matplotlib (none in {}): apt-get install python3-matplotlib, or "
+        "set XFERBENCH_PYTHON to a Python that has it",
+        tried));
   if (rc == 2) throw UsageError("the plot script refused its input (see the line above)");
   if (rc != 0) throw RuntimeError(fmt::format("the plot script failed (exit {})", rc));
   return 0;

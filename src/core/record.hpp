@@ -100,6 +100,7 @@ struct EnvInfo {
   std::string backend;
   std::vector<DeviceSummary> devices;
   int ranks = 1;
+  std::string backend_note;  // why `auto` passed other backends over, or ""
 };
 
 // Ordered key/value parameters of the run, echoed into the report.

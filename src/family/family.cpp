@@ -4,6 +4,8 @@
 
 namespace xb {
 
+Support Family::fits(Backend&, Runtime*) const { return Support::yes(); }
+
 std::string Family::table_note(const Report& /*r*/) const {
   return "GB/s = bytes moved once / time, decimal (1e9 B/s); time per copy in us, median of the "
          "timed iterations\n";

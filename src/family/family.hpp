@@ -20,6 +20,9 @@ class App;
 
 namespace xb {
 
+class Backend;
+class Runtime;
+
 // The process's command line: multi-rank families re-execute it under
 // mpiexec for --ranks N.
 struct Invocation {
@@ -39,6 +42,11 @@ class Family {
   virtual void add_options(CLI::App& app) = 0;
   // Runs what the parsed options ask for; returns the exit code.
   virtual int run(const Invocation& inv) = 0;
+  // Whether this run, as its options ask, can use `backend`: `auto` passes a
+  // backend over with this reason, an explicit --backend fails with it (exit
+  // 2). `rt`: the ranks of a multi-rank family (the call is then collective
+  // and its verdict the same on every rank), null for a single process.
+  virtual Support fits(Backend& backend, Runtime* rt) const;
   // The table: how the figures are counted (one line under the header) and
   // the family's tables of records.
   virtual std::string table_note(const Report& r) const;

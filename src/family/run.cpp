@@ -171,13 +171,70 @@ int report_once(const Family& f, Report r, const RunOptions& opts, Output& out) 
   return finish(r, opts, f.schema());
 }
 
-Ranked start_ranked(const RunOptions& opts, const Invocation& inv,
+namespace {
+
+// `auto` passes over a backend where every case of the family is waived
+// (an explicit --backend still runs there and reports the waived records).
+Support some_case_runs(const Family& f, const Backend& b) {
+  Registry registry;
+  f.cases(registry);
+  const Capabilities caps = b.capabilities();
+  std::string why;
+  for (const auto& def : registry.all()) {
+    const Support s = def.filter(caps);
+    if (s.ok) return s;
+    if (why.empty()) why = s.reason;
+  }
+  return Support::no(why);
+}
+
+// The same verdict on every rank (a rank's failure is everyone's).
+Support agreed(Runtime* rt, const Support& s) {
+  if (!rt) return s;
+  const std::string err = rt->agree(s.ok ? std::string() : s.reason);
+  return err.empty() ? Support::yes() : Support::no(err);
+}
+
+}  // namespace
+
+ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt) {
+  if (name != "auto") {
+    ChosenBackend c{make_backend(name), ""};  // unknown or unavailable: UsageError
+    if (const Support s = agreed(rt, f.fits(*c.backend, rt)); !s.ok) throw UsageError(s.reason);
+    return c;
+  }
+  std::string passed, last;
+  for (const auto& p : probe_backends()) {
+    if (!p.available) continue;
+    ChosenBackend c;
+    Support s;
+    try {
+      c.backend = make_backend(p.name);
+    } catch (const std::exception& e) {
+      s = Support::no(e.what());
+    }
+    if (s.ok) s = some_case_runs(f, *c.backend);
+    s = agreed(rt, s);
+    if (s.ok) s = agreed(rt, f.fits(*c.backend, rt));
+    if (s.ok) {
+      if (!passed.empty()) c.note = "auto passed over " + passed;
+      return c;
+    }
+    passed += fmt::format("{}{}: {}", passed.empty() ? "" : "; ", p.name, s.reason);
+    last = s.reason;
+  }
+  throw UsageError(last.empty() ? std::string("no backend is available") : last);
+}
+
+Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& inv,
                     const std::function<void(Runtime&)>& validate) {
   if (opts.ranks > 0 && !launched_by_mpiexec())
     reexec_under_mpiexec(opts.ranks, inv.argc, inv.argv);
   Ranked r;
-  r.backend = make_backend(opts.backend);
   r.rt = make_mpi_runtime();
+  ChosenBackend chosen = choose_backend(f, opts.backend, r.rt.get());
+  r.backend = std::move(chosen.backend);
+  r.backend_note = std::move(chosen.note);
   if (opts.ranks > 0 && opts.ranks != r.rt->size())
     throw UsageError(
         fmt::format("--ranks {} but mpiexec started {} ranks", opts.ranks, r.rt->size()));
@@ -198,6 +255,7 @@ Ranked start_ranked(const RunOptions& opts, const Invocation& inv,
 int Ranked::report(const Family& f, Report r, const RunOptions& opts) {
   r.env = env_of(*backend);
   r.env.ranks = rt->size();
+  r.env.backend_note = backend_note;
   if (out) out->emit([&](Format fmt) { return render(f, r, fmt); });
   return finish(r, opts, f.schema());
 }

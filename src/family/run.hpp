@@ -52,6 +52,17 @@ RunOptions host_only(RunOptions opts, const std::string& family);
 
 EnvInfo env_of(const Backend& backend);
 
+// The backend a run uses. An explicit name must exist and fit the family's
+// run (else UsageError with the reason). `auto` takes the first available
+// backend that fits, in probe order, and says which it passed over and why
+// in `note`; when none fits, the last one's reason is the UsageError. With
+// `rt` the choice is collective: every rank takes the same backend.
+struct ChosenBackend {
+  std::unique_ptr<Backend> backend;
+  std::string note;  // "auto passed over cuda: NCCL needs one GPU per rank: ..."
+};
+ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt);
+
 // Writes `render(format)` to -o FILE (the table also goes to stdout unless
 // --quiet) or to stdout. The file is opened before anything runs, so a bad
 // path is a usage error, not lost results.
@@ -100,13 +111,14 @@ int report_once(const Family& f, Report r, const RunOptions& opts, Output& out);
 // mpiexec, MPI starts, the rank count is checked, `validate` runs on every
 // rank, and -o is opened on rank 0 (a bad path fails on every rank alike).
 struct Ranked {
+  std::string backend_note;  // ChosenBackend::note
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Runtime> rt;
   std::unique_ptr<Output> out;  // rank 0 only
   // Fills the environment, prints from rank 0 only, returns the exit code.
   int report(const Family& f, Report r, const RunOptions& opts);
 };
-Ranked start_ranked(const RunOptions& opts, const Invocation& inv,
+Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& inv,
                     const std::function<void(Runtime&)>& validate);
 
 }  // namespace xb

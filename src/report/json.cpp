@@ -18,6 +18,7 @@ ojson document_head(const std::string& command, const EnvInfo& env) {
     devs.push_back({{"id", d.id}, {"name", d.name}, {"numa", d.numa}});
   doc["env"] = {{"host", env.host},       {"cpu", env.cpu},  {"cores", env.cores},
                 {"backend", env.backend}, {"devices", devs}, {"ranks", env.ranks}};
+  if (!env.backend_note.empty()) doc["env"]["backend_note"] = env.backend_note;
   doc["command"] = command;
   return doc;
 }

@@ -7,9 +7,10 @@ namespace xb {
 
 std::string table_header(const Report& r) {
   const auto& e = r.env;
-  return fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n", r.command,
-                     e.backend, e.devices.size(), e.devices.size() == 1 ? "" : "s", e.host, e.cpu,
-                     e.cores, e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "");
+  return fmt::format("xferbench {} · backend {} · {} device{} · {} · {} ({} cores){}\n{}",
+                     r.command, e.backend, e.devices.size(), e.devices.size() == 1 ? "" : "s",
+                     e.host, e.cpu, e.cores, e.ranks > 1 ? fmt::format(" · {} ranks", e.ranks) : "",
+                     e.backend_note.empty() ? "" : "backend: " + e.backend_note + "\n");
 }
 
 std::string table_footer(const Report& r) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backend/common/placement.hpp"
 #include "core/error.hpp"
 #include "core/record.hpp"
 #include "mpi_env.hpp"
@@ -96,5 +97,19 @@ TEST_P(WindowTest, GetPutAndDirectAccess) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, WindowTest, ::testing::Values(Transport::shm, Transport::rma),
                          [](const auto& p) { return std::string(to_string(p.param)); });
+
+// NCCL/HCCL placement on a fake device count: every rank sees the same verdict.
+TEST(Placement, OneDevicePerRankOnTheRanksOfThisHost) {
+  Runtime& rt = test_runtime();
+  ASSERT_GE(rt.size(), 2);
+  const Support one = one_device_per_rank(rt, 1, "NCCL", "GPU");
+  EXPECT_FALSE(one.ok);
+  EXPECT_NE(one.reason.find("NCCL needs one GPU per rank: ranks 0 and 1 on host "),
+            std::string::npos)
+      << one.reason;
+  EXPECT_NE(one.reason.find("share GPU 0; use fewer ranks or --backend host"), std::string::npos);
+  EXPECT_TRUE(one_device_per_rank(rt, rt.size(), "NCCL", "GPU").ok);
+  EXPECT_FALSE(one_device_per_rank(rt, 0, "HCCL", "NPU").ok);
+}
 
 }  // namespace xb

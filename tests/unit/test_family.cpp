@@ -3,8 +3,11 @@
 
 #include <set>
 
+#include "backend/common/placement.hpp"
 #include "cli/cli.hpp"
+#include "core/error.hpp"
 #include "core/schema.hpp"
+#include "family/run.hpp"
 
 namespace xb {
 namespace {
@@ -76,6 +79,67 @@ TEST(Families, SixFamiliesEachWithItsCasesAndASoundSchema) {
   EXPECT_EQ(names, (std::set<std::string>{"copy", "remote", "coll", "engine", "kv", "gemm-ar"}));
   EXPECT_EQ(find_family(all, "coll")->schema().headline_name(), "busbw");
   EXPECT_EQ(find_family(all, "nope"), nullptr);
+}
+
+TEST(Placement, DeviceClashOnFakeNodeLayouts) {
+  // Two nodes with two GPUs each, four ranks: one rank per GPU.
+  EXPECT_EQ(device_clash({{0, "a", 0}, {1, "a", 1}, {2, "b", 0}, {3, "b", 1}}, "GPU"), "");
+  // Three ranks on a two-GPU node: local rank 2 wraps onto GPU 0.
+  EXPECT_EQ(device_clash({{0, "a", 0}, {1, "a", 1}, {2, "a", 0}}, "GPU"),
+            "ranks 0 and 2 on host a share GPU 0");
+  // The same device index on two hosts is two devices.
+  EXPECT_EQ(device_clash({{0, "a", 0}, {1, "b", 0}}, "NPU"), "");
+  EXPECT_EQ(device_clash({{0, "a", 0}, {1, "b", 0}, {2, "b", 0}}, "NPU"),
+            "ranks 1 and 2 on host b share NPU 0");
+}
+
+// A family that refuses some backends, to drive choose_backend.
+class Picky final : public Family {
+ public:
+  explicit Picky(std::string refuse) : refuse_(std::move(refuse)) {}
+  std::string name() const override { return "picky"; }
+  std::string summary() const override { return "test"; }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override { r.add({"picky.x", "picky", "x", {}}); }
+  void add_options(CLI::App&) override {}
+  int run(const Invocation&) override { return 0; }
+  std::string tables(const Report&) const override { return ""; }
+  Support fits(Backend& b, Runtime*) const override {
+    return b.name() == refuse_ ? Support::no("picky refuses " + refuse_) : Support::yes();
+  }
+
+ private:
+  std::string refuse_;
+  RecordSchema schema_{"picky"};
+};
+
+TEST(ChooseBackend, ExplicitMustFitAutoTakesTheFirstThatDoes) {
+  const ChosenBackend c = choose_backend(Picky("none"), "host", nullptr);
+  EXPECT_EQ(c.backend->name(), "host");
+  EXPECT_EQ(c.note, "");
+  try {
+    choose_backend(Picky("host"), "host", nullptr);
+    FAIL() << "an explicit backend that does not fit must be a usage error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "picky refuses host");
+  }
+  // `auto` on any machine: the first available backend that fits; the host
+  // comes last, so refusing it leaves nothing (the reason is the error).
+  std::string first;
+  for (const auto& p : probe_backends())
+    if (p.available && first.empty()) first = p.name;
+  const ChosenBackend any = choose_backend(Picky("none"), "auto", nullptr);
+  EXPECT_EQ(any.backend->name(), first);
+  EXPECT_EQ(any.note, "");
+  if (first == "host") {
+    EXPECT_THROW(choose_backend(Picky("host"), "auto", nullptr), UsageError);
+  } else {  // an accelerator comes first: refusing it leaves the host, with the reason
+    const ChosenBackend host = choose_backend(Picky(first), "auto", nullptr);
+    EXPECT_EQ(host.backend->name(), "host");
+    EXPECT_NE(host.note.find("auto passed over " + first + ": picky refuses " + first),
+              std::string::npos)
+        << host.note;
+  }
 }
 
 }  // namespace

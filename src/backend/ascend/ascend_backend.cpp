@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "backend/ascend/ascend_internal.hpp"
+#include "backend/common/placement.hpp"
 #include "coll/communicator.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
@@ -229,6 +230,9 @@ class AscendBackend final : public Backend {
   }
   std::unique_ptr<Communicator> communicator(Runtime& rt) override {
     return make_hccl_communicator(rt, *this);
+  }
+  Support communicator_fits(Runtime& rt) override {
+    return one_device_per_rank(rt, static_cast<int>(devices().size()), "HCCL", "NPU");
   }
 
  private:

@@ -258,6 +258,10 @@ std::unique_ptr<Copier> CudaBackend::copier(Method m, const CopierOptions& opts)
   return make_copier(*this, m, opts);
 }
 
+Support CudaBackend::copier_fits(Method m, const CopierOptions& opts) const {
+  return cuda::copier_fits(*this, m, opts);
+}
+
 std::string CudaBackend::export_buffer(const Buffer& buf) {
   if (buf.kind() != MemKind::device)
     throw NotSupported("only device memory is exported through CUDA IPC");

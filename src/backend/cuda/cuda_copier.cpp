@@ -113,18 +113,22 @@ class CudaCopier final : public Copier {
 
 }  // namespace
 
-std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts) {
-  if (opts.threads < 0) throw UsageError("--threads must be positive");
-  if (m == Method::core && opts.tile != 0) {
-    for (const auto& d : backend.devices()) {
-      const auto max = static_cast<Bytes>(backend.gpu(d.id).max_tile);
-      if (opts.tile % 16 != 0 || opts.tile > max)
-        throw UsageError(fmt::format(
-            "--tile {} does not fit GPU{}: a multiple of 16 up to {} bytes of shared memory per "
-            "block, or 0 for direct copies",
-            opts.tile, d.id, max));
-    }
+Support copier_fits(const CudaBackend& backend, Method m, const CopierOptions& opts) {
+  if (opts.threads < 0) return Support::no("--threads must be positive");
+  if (m != Method::core || opts.tile == 0) return Support::yes();
+  for (const auto& d : backend.devices()) {
+    const auto max = static_cast<Bytes>(backend.gpu(d.id).max_tile);
+    if (opts.tile % 16 != 0 || opts.tile > max)
+      return Support::no(fmt::format(
+          "--tile {} does not fit GPU{}: a multiple of 16 up to {} bytes of shared memory per "
+          "block, or 0 for direct copies",
+          opts.tile, d.id, max));
   }
+  return Support::yes();
+}
+
+std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts) {
+  if (const Support s = copier_fits(backend, m, opts); !s.ok) throw UsageError(s.reason);
   return std::make_unique<CudaCopier>(backend, m, opts);
 }
 

@@ -86,6 +86,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) override;
   std::unique_ptr<Event> create_event() override;
   std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) override;
+  Support copier_fits(Method m, const CopierOptions& opts) const override;
+  Support communicator_fits(Runtime& rt) override;
   std::string export_buffer(const Buffer& buf) override;
   std::unique_ptr<Buffer> import_buffer(const std::string& handle, int device, Bytes size) override;
   // NCCL over the runtime's ranks, one GPU per rank (the host-local rank
@@ -107,6 +109,8 @@ class CudaBackend final : public Backend {
 };
 
 std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts);
+// Whether make_copier would take these options (the --tile limits of every GPU).
+Support copier_fits(const CudaBackend& backend, Method m, const CopierOptions& opts);
 
 // Fills each GPU's nearest NUMA node (hwloc).
 void read_numa(std::vector<GpuInfo>& gpus);

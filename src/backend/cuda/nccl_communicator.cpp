@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include "backend/common/device_communicator.hpp"
+#include "backend/common/placement.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "core/error.hpp"
 
@@ -160,6 +161,10 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
 };
 
 }  // namespace
+
+Support CudaBackend::communicator_fits(Runtime& rt) {
+  return one_device_per_rank(rt, static_cast<int>(devices().size()), "NCCL", "GPU");
+}
 
 std::unique_ptr<Communicator> CudaBackend::communicator(Runtime& rt) {
   return std::make_unique<NcclCommunicator>(rt, *this);

@@ -218,11 +218,18 @@ std::unique_ptr<Stream> HostBackend::create_stream(int device, const CopierOptio
 
 std::unique_ptr<Event> HostBackend::create_event() { return std::make_unique<HostEvent>(); }
 
-std::unique_ptr<Copier> HostBackend::copier(Method m, const CopierOptions& given) {
+Support HostBackend::copier_fits(Method m, const CopierOptions& given) const {
   const CopierOptions opts = with_defaults(given);
-  if (opts.threads < 1) throw UsageError("--threads must be at least 1");
+  if (opts.threads < 1) return Support::no("--threads must be at least 1");
+  if (m == Method::core && opts.tile < 64)
+    return Support::no("--tile must be at least 64 bytes on the host backend");
+  return Support::yes();
+}
+
+std::unique_ptr<Copier> HostBackend::copier(Method m, const CopierOptions& given) {
+  if (const Support s = copier_fits(m, given); !s.ok) throw UsageError(s.reason);
+  const CopierOptions opts = with_defaults(given);
   if (m == Method::dma) return make_dma_copier(*this, opts);
-  if (opts.tile < 64) throw UsageError("--tile must be at least 64 bytes");
   return make_core_copier(*this, opts);
 }
 

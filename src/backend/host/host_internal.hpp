@@ -66,6 +66,7 @@ class HostBackend final : public Backend {
   std::string name() const override { return "host"; }
   const std::vector<DeviceInfo>& devices() const override { return devices_; }
   Capabilities capabilities() const override;
+  Support copier_fits(Method m, const CopierOptions& opts) const override;
   Support method_support(Method m) const override;
   Support peer_access(int src, int dst) const override;
   std::string link_type(int a, int b) const override;

@@ -174,7 +174,8 @@ Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
 
 void register_coll(Registry& r) {
   for (CollOp op : parse_collectives("all"))
-    r.add({fmt::format("coll.{}", to_string(op)), "coll",
+    r.add({fmt::format("coll.{}", to_string(op)),
+           "coll",
            fmt::format("{} over ranks: MPI on host, NCCL on cuda, HCCL on ascend", to_string(op)),
            {}});
 }

@@ -42,6 +42,11 @@ class CollFamily final : public Family {
         agg);
   }
   std::string tables(const Report& r) const override { return coll_tables(r); }
+  // The backend's collective library must take these ranks (NCCL and HCCL:
+  // one device per rank), checked before any of its calls.
+  Support fits(Backend& b, Runtime* rt) const override {
+    return rt ? b.communicator_fits(*rt) : Support::yes();
+  }
 
   void add_options(CLI::App& app) override {
     app.add_option(
@@ -82,7 +87,7 @@ Examples:
     cfg_.ops = parse_collectives(collective_);  // bad names fail before MPI starts
     cfg_.dtypes = parse_dtypes(dtypes_);
     cfg_.redops = parse_redops(redops_);
-    Ranked r = start_ranked(run_, inv, [&](Runtime& rt) { finish_config(rt.size()); });
+    Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt) { finish_config(rt.size()); });
     auto comm = r.backend->communicator(*r.rt);
     CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
     return r.report(

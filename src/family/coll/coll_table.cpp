@@ -48,8 +48,8 @@ std::string one_collective(const std::string& op, const std::vector<const Record
   for (const auto& k : order) {
     const auto& [oop, ip] = rows[k];
     const Record& any = oop ? *oop : *ip;
-    out += fmt::format("  {:>11} {:>12} {:>7} {:>6} {:>5}", any.bytes, field_text(any, coll_field::count),
-                       std::get<0>(k), std::get<1>(k), any.src);
+    out += fmt::format("  {:>11} {:>12} {:>7} {:>6} {:>5}", any.bytes,
+                       field_text(any, coll_field::count), std::get<0>(k), std::get<1>(k), any.src);
     out += placement(oop) + placement(ip) + "\n";
   }
   if (const FieldValue* avg = find_field(rep.summary, "avg_busbw_" + op);

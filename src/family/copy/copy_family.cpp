@@ -47,6 +47,19 @@ class CopyFamily final : public Family {
   const RecordSchema& schema() const override { return schema_; }
   void cases(Registry& r) const override { register_copy(r); }
   std::string tables(const Report& r) const override { return copy_tables(r); }
+  // The copier options must suit the backend (--tile 0 is a GPU's direct
+  // kernel). A method the backend lacks is waived when another was asked
+  // for too, and passes the backend over when it is the only one.
+  Support fits(Backend& b, Runtime*) const override {
+    for (Method m : cfg_.methods) {
+      if (const Support has = b.method_support(m); !has.ok) {
+        if (cfg_.methods.size() == 1) return has;
+        continue;
+      }
+      if (const Support s = b.copier_fits(m, cfg_.copier); !s.ok) return s;
+    }
+    return Support::yes();
+  }
 
   void add_options(CLI::App& app) override {
     app.add_option_function<std::string>(
@@ -101,13 +114,15 @@ Examples:
 
   int run(const Invocation&) override {
     finish_config();
-    auto backend = make_backend(run_.backend);
-    validate_copy(*backend, cfg_);
+    ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
+    Backend& backend = *chosen.backend;
+    validate_copy(backend, cfg_);
     Output out(run_);
     Registry registry;
     register_copy(registry);
-    Report report{"copy", env_of(*backend), params(), {}, {}};
-    report.results = run_copy(*backend, registry, cfg_, progress_for(run_));
+    Report report{"copy", env_of(backend), params(), {}, {}};
+    report.env.backend_note = chosen.note;
+    report.results = run_copy(backend, registry, cfg_, progress_for(run_));
     return report_once(*this, std::move(report), run_, out);
   }
 

@@ -168,8 +168,7 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
   for (Op op : cfg.ops) {
     for (Bytes bs : blocks) {
       prepare_local(op, buf, cfg.total);
-      for (int w = 0; w < cfg.warmup; ++w)
-        one_loop(remote, op, buf, cfg.total, bs, cfg, nullptr);
+      for (int w = 0; w < cfg.warmup; ++w) one_loop(remote, op, buf, cfg.total, bs, cfg, nullptr);
       Timing t;
       for (int l = 0; l < cfg.loops; ++l) {
         const auto t0 = Clock::now();

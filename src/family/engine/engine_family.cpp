@@ -1,4 +1,6 @@
 // `xferbench engine serve|client|selftest`.
+#include "family/engine/engine_family.hpp"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -10,7 +12,6 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
-#include "family/engine/engine_family.hpp"
 #include "family/run.hpp"
 
 namespace xb {
@@ -127,10 +128,9 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
 int emit_engine(const Family& f, const RunOptions& opts, EngineRun run, Params params) {
   Output out(opts);
   const EnvInfo env = env_of(*make_backend("host"));  // host_only() was checked before the run
-  return report_once(f,
-                     {"engine", env, std::move(params), std::move(run.records),
-                      std::move(run.summary)},
-                     opts, out);
+  return report_once(
+      f, {"engine", env, std::move(params), std::move(run.records), std::move(run.summary)}, opts,
+      out);
 }
 
 int run_client(const Family& f, const ClientArgs& a) {
@@ -222,9 +222,7 @@ class EngineFamily final : public Family {
         .add(engine_field::wait_us, FieldRole::metric, "waiting for one batch, us");
   }
   std::string name() const override { return "engine"; }
-  std::string summary() const override {
-    return "transfer engine on UCX: serve, client, selftest";
-  }
+  std::string summary() const override { return "transfer engine on UCX: serve, client, selftest"; }
   const RecordSchema& schema() const override { return schema_; }
   void cases(Registry& r) const override {
     for (const char* op : {"read", "write"})
@@ -236,38 +234,38 @@ class EngineFamily final : public Family {
   std::string tables(const Report& r) const override { return engine_tables(r); }
 
   void add_options(CLI::App& app_) override {
-  CLI::App* app = &app_;
-  app->require_subcommand(1);
-  auto& serve_args = serve_;
-  auto& client_args = client_;
-  auto& self_args = self_;
-  CLI::App* serve = app->add_subcommand("serve", "export a registered region to clients");
-  serve->add_option("--listen", serve_args.listen, "HOST:PORT (loopback unless told otherwise)")
-      ->default_str("127.0.0.1:20000");
-  serve->add_option("--size", serve_args.size, "region size, split into one slot per client")
-      ->default_str("1G");
-  serve->add_option("--clients", serve_args.clients, "clients to serve before exiting")
-      ->check(CLI::Range(1, 4096))
-      ->default_str("1");
-  serve->add_option("--token-file", serve_args.token_file,
-                    "shared token; created if missing (or XFERBENCH_TOKEN)");
-  serve->add_option("--accept-wait", serve_args.accept_wait, "seconds to wait for all clients")
-      ->default_str("60");
-  CLI::App* client =
-      app->add_subcommand("client", "read/write the server's region and report throughput");
-  add_client_options(*client, client_args, true);
-  CLI::App* self = app->add_subcommand("selftest", "server and client in one process (loopback)");
-  self_args.total = "16M";
-  self_args.ops = "read,write";
-  self_args.steps = 5;
-  self_args.loops = 3;
-  add_client_options(*self, self_args, false);
-  app->footer(R"(Examples:
+    CLI::App* app = &app_;
+    app->require_subcommand(1);
+    auto& serve_args = serve_;
+    auto& client_args = client_;
+    auto& self_args = self_;
+    CLI::App* serve = app->add_subcommand("serve", "export a registered region to clients");
+    serve->add_option("--listen", serve_args.listen, "HOST:PORT (loopback unless told otherwise)")
+        ->default_str("127.0.0.1:20000");
+    serve->add_option("--size", serve_args.size, "region size, split into one slot per client")
+        ->default_str("1G");
+    serve->add_option("--clients", serve_args.clients, "clients to serve before exiting")
+        ->check(CLI::Range(1, 4096))
+        ->default_str("1");
+    serve->add_option("--token-file", serve_args.token_file,
+                      "shared token; created if missing (or XFERBENCH_TOKEN)");
+    serve->add_option("--accept-wait", serve_args.accept_wait, "seconds to wait for all clients")
+        ->default_str("60");
+    CLI::App* client =
+        app->add_subcommand("client", "read/write the server's region and report throughput");
+    add_client_options(*client, client_args, true);
+    CLI::App* self = app->add_subcommand("selftest", "server and client in one process (loopback)");
+    self_args.total = "16M";
+    self_args.ops = "read,write";
+    self_args.steps = 5;
+    self_args.loops = 3;
+    add_client_options(*self, self_args, false);
+    app->footer(R"(Examples:
   xferbench engine serve --listen 127.0.0.1:20000 --size 1G --clients 2 --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
   xferbench engine selftest)");
-  serve_app_ = serve;
-  client_app_ = client;
+    serve_app_ = serve;
+    client_app_ = client;
   }
 
   int run(const Invocation&) override {

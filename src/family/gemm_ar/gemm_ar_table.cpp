@@ -24,8 +24,9 @@ std::string gemm_tables(const Report& r) {
     using T = typename decltype(key)::type;
     return sum->get_or(key, T(-1));
   };
-  out += fmt::format("\nshape {}x{}x{} · {} tiles in {} waves · window {} per rank\n", num(gemm_field::M),
-                     num(gemm_field::K), num(gemm_field::N), num(gemm_field::tiles), num(gemm_field::waves),
+  out += fmt::format("\nshape {}x{}x{} · {} tiles in {} waves · window {} per rank\n",
+                     num(gemm_field::M), num(gemm_field::K), num(gemm_field::N),
+                     num(gemm_field::tiles), num(gemm_field::waves),
                      format_capacity(static_cast<Bytes>(num(gemm_field::window_bytes))));
   if (num(gemm_field::speedup) > 0) {
     out += fmt::format(
@@ -33,9 +34,11 @@ std::string gemm_tables(const Report& r) {
         "{:.1f} us\n",
         num(gemm_field::compute_us), num(gemm_field::comm_us), num(gemm_field::mpi_allreduce_us));
     out += fmt::format("sequential {:.1f} us · pipelined {:.1f} us (compute done at {:.1f} us)\n",
-                       num(gemm_field::sequential_us), num(gemm_field::pipelined_us), num(gemm_field::compute_done_us));
+                       num(gemm_field::sequential_us), num(gemm_field::pipelined_us),
+                       num(gemm_field::compute_done_us));
     out += fmt::format("speedup {:.3f}x · time saved {:.1f} us · overlap efficiency {:.1f}%\n",
-                       num(gemm_field::speedup), num(gemm_field::time_saved_us), num(gemm_field::overlap_eff) * 100);
+                       num(gemm_field::speedup), num(gemm_field::time_saved_us),
+                       num(gemm_field::overlap_eff) * 100);
     out += fmt::format(
         "ideal pipelined max(c,m) + min(c,m)/W = {:.1f} us · reached {:.1f}% of ideal\n",
         num(gemm_field::ideal_us), num(gemm_field::ideal_ratio) * 100);

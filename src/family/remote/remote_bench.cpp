@@ -146,16 +146,19 @@ void validate_remote(Runtime& rt, const RemoteConfig& cfg) {
   if (!err.empty()) throw UsageError(err);
 }
 
+std::string remote_unsupported(const std::string& backend) {
+  return fmt::format(
+      "remote on the {} backend needs device memory shared between processes, not in this version",
+      backend);
+}
+
 RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) {
   if (rt.size() < 2)
     return {waived_all(cfg, "needs at least 2 ranks: run under `mpiexec -n 2` or add --ranks 2"),
             {}};
   const bool ipc = backend.capabilities().device_ipc;
   if (!ipc && backend.name() != "host")
-    return {waived_all(cfg, fmt::format("remote on the {} backend needs device memory "
-                                        "shared between processes, not in this version",
-                                        backend.name())),
-            {}};
+    return {waived_all(cfg, remote_unsupported(backend.name())), {}};
   const auto w = ipc ? make_device_windows(rt, backend, cfg) : make_host_windows(rt, backend, cfg);
   std::vector<Record> mine = sweep(rt, cfg, *w);
   // The root measured; every rank reports the root's records.

@@ -55,6 +55,10 @@ struct RemoteResult {
   Params summary;               // crossover per op, cycle counter
 };
 
+// Why remote does not run on a backend without device IPC other than the
+// host (its records are waived there).
+std::string remote_unsupported(const std::string& backend);
+
 // Collective; every rank must call it.
 RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg);
 

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "family/remote/remote_bench.hpp"
+#include "family/remote/remote_windows.hpp"
 #include "family/run.hpp"
 
 namespace xb {
@@ -39,12 +40,15 @@ class RemoteFamily final : public Family {
   const RecordSchema& schema() const override { return schema_; }
   void cases(Registry& r) const override {
     for (const char* op : {"get", "put"})
-      r.add({fmt::format("remote.{}", op),
-             "remote",
+      r.add({fmt::format("remote.{}", op), "remote",
              fmt::format("{} a peer rank's window: core (staged) vs dma (engine)", op),
-             {}});
+             [](const Capabilities& c) {
+               if (c.device_ipc || c.backend == "host") return Support::yes();
+               return Support::no(remote_unsupported(c.backend));
+             }});
   }
   std::string tables(const Report& r) const override { return remote_tables(r); }
+  Support fits(Backend& b, Runtime* rt) const override { return windows_fit(rt, b, cfg_); }
 
   void add_options(CLI::App& app) override {
     app.add_option_function<std::string>(
@@ -97,7 +101,7 @@ Examples:
     if (run_.iters > 0) cfg_.iters = run_.iters;
     if (run_.warmup >= 0) cfg_.warmup = run_.warmup;
     cfg_.check = !run_.no_check;
-    Ranked r = start_ranked(run_, inv, [&](Runtime& rt) { validate_remote(rt, cfg_); });
+    Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt) { validate_remote(rt, cfg_); });
     RemoteResult res = run_remote(*r.rt, *r.backend, cfg_);
     return r.report(*this, {"remote", {}, params(), std::move(res.records), std::move(res.summary)},
                     run_);

@@ -268,20 +268,31 @@ class DeviceWindows final : public RemoteWindows {
 
 }  // namespace
 
+Support windows_fit(const Runtime* rt, const Backend& backend, const RemoteConfig& cfg) {
+  if (!backend.capabilities().device_ipc) {
+    if (cfg.copier.tile < 64)
+      return Support::no("--tile must be at least 64 bytes on the host backend");
+    return Support::yes();
+  }
+  if (cfg.transport)
+    return Support::no(
+        fmt::format("--transport applies to host windows; {} windows use IPC", backend.name()));
+  if (rt && !rt->single_host())
+    return Support::no(
+        fmt::format("remote on {} needs all ranks on one host (IPC)", backend.name()));
+  return Support::yes();
+}
+
 std::unique_ptr<RemoteWindows> make_host_windows(Runtime& rt, Backend& backend,
                                                  const RemoteConfig& cfg) {
-  if (cfg.copier.tile < 64)  // same options on every rank: all throw alike
-    throw UsageError("--tile must be at least 64 bytes on the host backend");
+  // Same options on every rank: all throw alike.
+  if (const Support s = windows_fit(&rt, backend, cfg); !s.ok) throw UsageError(s.reason);
   return std::make_unique<HostWindows>(rt, backend, cfg);
 }
 
 std::unique_ptr<RemoteWindows> make_device_windows(Runtime& rt, Backend& backend,
                                                    const RemoteConfig& cfg) {
-  if (cfg.transport)
-    throw UsageError(
-        fmt::format("--transport applies to host windows; {} windows use IPC", backend.name()));
-  if (!rt.single_host())
-    throw UsageError(fmt::format("remote on {} needs all ranks on one host (IPC)", backend.name()));
+  if (const Support s = windows_fit(&rt, backend, cfg); !s.ok) throw UsageError(s.reason);
   return std::make_unique<DeviceWindows>(rt, backend, cfg);
 }
 

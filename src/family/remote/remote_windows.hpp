@@ -65,6 +65,12 @@ class RemoteWindows {
   virtual Params summary() const = 0;
 };
 
+// Whether this run's windows can be made on `backend` (device windows when
+// it shares device memory between processes, else host windows): the
+// reason make_*_windows would throw as a UsageError. `rt` may be null
+// (before MPI starts): then where the ranks run is not checked.
+Support windows_fit(const Runtime* rt, const Backend& backend, const RemoteConfig& cfg);
+
 // Collective. Throws UsageError (same on every rank) for --tile under 64
 // bytes, RuntimeError (agreed) when a rank cannot allocate its buffers.
 std::unique_ptr<RemoteWindows> make_host_windows(Runtime& rt, Backend& backend,
