@@ -19,6 +19,18 @@
 
 namespace xb {
 
+// Marks on the stream a device library runs its collectives on, so that
+// they are timed by the device clock and queued back to back (nccl-tests'
+// way) instead of one host-timed call and synchronize at a time.
+class StreamMarks {
+ public:
+  virtual ~StreamMarks() = default;
+  // Records mark `i` after the calls queued so far (0 <= i < count).
+  virtual void mark(int i) = 0;
+  // Device time between two marks, in us; valid after synchronize().
+  virtual double elapsed_us(int from, int to) = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -48,6 +60,9 @@ class Communicator {
   virtual void sendrecv(const void* send, void* recv, std::size_t count, DType t) = 0;
   // Waits until this rank's issued collectives are complete (device streams).
   virtual void synchronize() = 0;
+  // `count` marks on the library's stream, made now (outside timing); null
+  // for libraries that complete each call on the calling thread (MPI).
+  virtual std::unique_ptr<StreamMarks> stream_marks(int /*count*/) { return nullptr; }
 };
 
 // The MPI communicator over the runtime's world (host memory).

@@ -20,7 +20,6 @@ const char* to_string(RedOp op);
 std::vector<DType> parse_dtypes(const std::string& list);
 std::vector<RedOp> parse_redops(const std::string& list);
 
-
 // Element i of a buffer of type t, as a double (exact for every type here
 // but int64 beyond 2^53).
 double load(DType t, const void* base, std::size_t i);

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <stdexcept>
+
 #include "backend/backend.hpp"
 #include "backend/select/select.hpp"
 #include "core/error.hpp"
@@ -21,6 +24,87 @@ CollConfig tiny() {
   c.root = test_runtime().size() - 1;
   return c;
 }
+
+// A stream library faked on top of MPI: calls are queued and run, in order,
+// at synchronize(); each takes exactly kCallUs of "device time", and marks
+// read that clock. The harness must time by the marks (per-iteration times
+// of exactly kCallUs) and synchronize once after the timed calls.
+constexpr double kCallUs = 7.25;
+
+class FakeStreamComm final : public Communicator {
+ public:
+  explicit FakeStreamComm(Runtime& rt) : mpi_(make_mpi_communicator(rt)) {}
+  std::string name() const override { return "fake-stream"; }
+  int rank() const override { return mpi_->rank(); }
+  int size() const override { return mpi_->size(); }
+  MemKind buffer_kind() const override { return MemKind::pinned; }
+  int device() const override { return -1; }
+  std::size_t inplace_result_offset(CollOp op, std::size_t n) const override {
+    return mpi_->inplace_result_offset(op, n);
+  }
+  void allreduce(const void* s, void* r, std::size_t n, DType t, RedOp o) override {
+    queue([=, this] { mpi_->allreduce(s, r, n, t, o); });
+  }
+  void allgather(const void* s, void* r, std::size_t n, DType t) override {
+    queue([=, this] { mpi_->allgather(s, r, n, t); });
+  }
+  void reducescatter(const void* s, void* r, std::size_t n, DType t, RedOp o) override {
+    queue([=, this] { mpi_->reducescatter(s, r, n, t, o); });
+  }
+  void broadcast(const void* s, void* r, std::size_t n, DType t, int root) override {
+    queue([=, this] { mpi_->broadcast(s, r, n, t, root); });
+  }
+  void reduce(const void* s, void* r, std::size_t n, DType t, RedOp o, int root) override {
+    queue([=, this] { mpi_->reduce(s, r, n, t, o, root); });
+  }
+  void alltoall(const void* s, void* r, std::size_t n, DType t) override {
+    queue([=, this] { mpi_->alltoall(s, r, n, t); });
+  }
+  void sendrecv(const void* s, void* r, std::size_t n, DType t) override {
+    queue([=, this] { mpi_->sendrecv(s, r, n, t); });
+  }
+  void synchronize() override {
+    log += 'S';
+    for (auto& op : pending_) op();
+    pending_.clear();
+  }
+
+  class Marks final : public StreamMarks {
+   public:
+    Marks(FakeStreamComm& c, int n) : c_(c), at_(static_cast<std::size_t>(n), -1) {}
+    void mark(int i) override {
+      c_.log += 'M';
+      c_.pending_.push_back([this, i] { at_.at(static_cast<std::size_t>(i)) = c_.clock_; });
+    }
+    double elapsed_us(int from, int to) override {
+      const double a = at_.at(static_cast<std::size_t>(from)),
+                   b = at_.at(static_cast<std::size_t>(to));
+      if (a < 0 || b < 0) throw std::logic_error("a mark read before synchronize()");
+      return b - a;
+    }
+
+   private:
+    FakeStreamComm& c_;
+    std::vector<double> at_;
+  };
+  std::unique_ptr<StreamMarks> stream_marks(int n) override {
+    return std::make_unique<Marks>(*this, n);
+  }
+
+  std::string log;  // C call, M mark, S synchronize
+
+ private:
+  void queue(std::function<void()> op) {
+    log += 'C';
+    pending_.push_back([this, op = std::move(op)] {
+      op();
+      clock_ += kCallUs;
+    });
+  }
+  std::unique_ptr<Communicator> mpi_;
+  std::vector<std::function<void()>> pending_;
+  double clock_ = 0;
+};
 
 }  // namespace
 
@@ -91,6 +175,41 @@ TEST(Coll, BadOptions) {
   cfg = tiny();
   cfg.inplace = cfg.outofplace = false;
   EXPECT_THROW(validate_coll(test_runtime().size(), cfg), UsageError);
+}
+
+TEST(Coll, StreamLibrariesAreTimedByMarksWithOneSynchronize) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  FakeStreamComm comm(rt);
+  CollConfig cfg = tiny();
+  cfg.ops = {CollOp::allreduce};
+  cfg.dtypes = {DType::float32};
+  cfg.redops = {RedOp::sum};
+  cfg.sizes = {cfg.sizes[0]};
+  cfg.outofplace = true;
+  cfg.inplace = false;
+  cfg.iters = 5;
+  cfg.warmup = 2;
+  const CollResult res = run_coll(rt, comm, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 1u);
+  const Record& r = res.records[0];
+  EXPECT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_EQ(r.verified, std::optional<bool>(true));  // the queued calls really ran
+  // Every iteration's time is its device time, not the host's.
+  EXPECT_DOUBLE_EQ(r.time_us.min, kCallUs);
+  EXPECT_DOUBLE_EQ(r.time_us.median, kCallUs);
+  EXPECT_DOUBLE_EQ(r.time_us.max, kCallUs);
+  EXPECT_EQ(r.iters, 5);
+  // warm-up (2 calls, synchronize), marks around 5 calls queued back to
+  // back, one synchronize, then the check's call and synchronize.
+  EXPECT_EQ(comm.log,
+            "CCS"
+            "MCMCMCMCMCM"
+            "S"
+            "CS");
+  EXPECT_NE(timed_by(comm).find("device events"), std::string::npos);
+  auto mpi = make_mpi_communicator(rt);
+  EXPECT_NE(timed_by(*mpi).find("host clock"), std::string::npos);
 }
 
 }  // namespace xb

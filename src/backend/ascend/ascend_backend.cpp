@@ -64,17 +64,6 @@ class AscendBuffer final : public Buffer {
   }
 };
 
-struct EventApi {
-  using Handle = aclrtEvent;
-  static aclrtEvent create(int device) {
-    set_device(device);
-    aclrtEvent e = nullptr;
-    XB_ACL(aclrtCreateEvent, &e);
-    return e;
-  }
-  static void destroy(aclrtEvent e) noexcept { (void)api().aclrtDestroyEvent(e); }
-};
-
 class AscendEvent final : public Event {
  public:
   // The event, created on `device` (re-created if it lived on another).
@@ -244,6 +233,15 @@ class AscendBackend final : public Backend {
 };
 
 }  // namespace
+
+aclrtEvent EventApi::create(int device) {
+  set_device(device);
+  aclrtEvent e = nullptr;
+  XB_ACL(aclrtCreateEvent, &e);
+  return e;
+}
+
+void EventApi::destroy(aclrtEvent e) noexcept { (void)api().aclrtDestroyEvent(e); }
 
 // ---- streams ----------------------------------------------------------------
 

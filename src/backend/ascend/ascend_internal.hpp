@@ -15,6 +15,13 @@ void check(aclError e, const char* what);
 void set_device(int device);
 int memcpy_kind(const Buffer& src, const Buffer& dst);
 
+// Events for DeviceEventHandle.
+struct EventApi {
+  using Handle = aclrtEvent;
+  static aclrtEvent create(int device);
+  static void destroy(aclrtEvent e) noexcept;
+};
+
 class AscendStream final : public Stream {
  public:
   explicit AscendStream(int device);

@@ -74,6 +74,17 @@ struct ScratchApi {
   static void release(void* p) { XB_ACL(aclrtFree, p); }
 };
 
+// Events on the HCCL stream.
+struct MarkApi : EventApi {
+  using Stream = aclrtStream;
+  static void record(aclrtEvent e, aclrtStream s) { XB_ACL(aclrtRecordEvent, e, s); }
+  static double elapsed_ms(aclrtEvent from, aclrtEvent to) {
+    float ms = 0;
+    XB_ACL(aclrtEventElapsedTime, &ms, from, to);
+    return ms;
+  }
+};
+
 class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
  public:
   HcclCommunicator(Runtime& rt, Backend& backend) : DeviceCommunicator(rt.rank(), rt.size()) {
@@ -156,6 +167,9 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     XB_HCCL(HcclBatchSendRecv, items, 2u, comm_, stream_);
   }
   void synchronize() override { XB_ACL(aclrtSynchronizeStream, stream_); }
+  std::unique_ptr<StreamMarks> stream_marks(int count) override {
+    return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
+  }
 
  private:
   // In place, alltoall, sendrecv and reducescatter first copy their input to

@@ -8,10 +8,34 @@
 //   static void release(void* p);                           // throws
 // and through copy_on_stream(), which the derived class implements.
 #include <cstddef>
+#include <vector>
 
+#include "backend/common/device_common.hpp"
 #include "coll/communicator.hpp"
 
 namespace xb {
+
+// Stream marks from a runtime's events. `Api` as DeviceEventHandle's, plus
+//   using Stream = ...;
+//   static void record(Handle e, Stream s);            // throws
+//   static double elapsed_ms(Handle from, Handle to);   // throws
+template <class Api>
+class DeviceStreamMarks final : public StreamMarks {
+ public:
+  DeviceStreamMarks(int device, typename Api::Stream stream, int count)
+      : stream_(stream), events_(static_cast<std::size_t>(count)) {
+    for (auto& e : events_) e.on(device);
+  }
+  void mark(int i) override { Api::record(events_.at(static_cast<std::size_t>(i)).get(), stream_); }
+  double elapsed_us(int from, int to) override {
+    return 1e3 * Api::elapsed_ms(events_.at(static_cast<std::size_t>(from)).get(),
+                                 events_.at(static_cast<std::size_t>(to)).get());
+  }
+
+ private:
+  typename Api::Stream stream_;
+  std::vector<DeviceEventHandle<Api>> events_;
+};
 
 template <class Api>
 class DeviceCommunicator : public Communicator {

@@ -67,12 +67,23 @@ struct ScratchApi {
   static void release(void* p) { XB_CUDA(cudaFree(p)); }
 };
 
+// Events on the NCCL stream (timing events: no blocking sync flag needed).
+struct MarkApi : EventApi {
+  using Stream = cudaStream_t;
+  static void record(cudaEvent_t e, cudaStream_t s) { XB_CUDA(cudaEventRecord(e, s)); }
+  static double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
+    float ms = 0;
+    XB_CUDA(cudaEventElapsedTime(&ms, from, to));
+    return ms;
+  }
+};
+
 class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
  public:
   NcclCommunicator(Runtime& rt, CudaBackend& backend) : DeviceCommunicator(rt.rank(), rt.size()) {
     // The host-local rank modulo the GPUs it sees: one GPU per rank on a
-    // node, or each rank's only GPU under per-rank CUDA_VISIBLE_DEVICES. Two
-    // ranks on one GPU are refused by NCCL itself.
+    // node, or each rank's only GPU under per-rank CUDA_VISIBLE_DEVICES.
+    // Two ranks on one GPU were refused before (communicator_fits).
     device_ = rt.local_rank() % static_cast<int>(backend.devices().size());
     ncclUniqueId id{};
     std::string err;
@@ -138,6 +149,9 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   }
 
   void synchronize() override { XB_CUDA(cudaStreamSynchronize(stream_)); }
+  std::unique_ptr<StreamMarks> stream_marks(int count) override {
+    return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
+  }
 
  private:
   // ncclGroupStart .. calls .. ncclGroupEnd, the group closed even when a call fails.

@@ -88,17 +88,22 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
 // with iteration i of another would charge back-to-back collectives for the
 // skew between ranks; nccl-tests likewise aggregates per-rank averages.
 Stats time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollConfig& cfg) {
+  auto marks = comm.stream_marks(cfg.iters + 1);  // made outside timing
   rt.barrier();
   for (int i = 0; i < cfg.warmup; ++i) call();
   comm.synchronize();
   rt.barrier();
   std::vector<double> us;
-  us.reserve(static_cast<std::size_t>(cfg.iters));
-  for (int i = 0; i < cfg.iters; ++i) {
-    const auto t0 = Clock::now();
-    call();
-    comm.synchronize();
-    us.push_back(elapsed_us(t0, Clock::now()));
+  if (marks) {
+    us = time_on_stream(comm, *marks, call, cfg.iters);
+  } else {
+    us.reserve(static_cast<std::size_t>(cfg.iters));
+    for (int i = 0; i < cfg.iters; ++i) {
+      const auto t0 = Clock::now();
+      call();
+      comm.synchronize();
+      us.push_back(elapsed_us(t0, Clock::now()));
+    }
   }
   const Stats mine = compute_stats(us);
   std::vector<double> v{mine.min, mine.median, mine.mean, mine.max, mine.p99, mine.cv};
@@ -171,6 +176,25 @@ Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
 }
 
 }  // namespace
+
+std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
+                                   const std::function<void()>& call, int iters) {
+  marks.mark(0);
+  for (int i = 0; i < iters; ++i) {
+    call();
+    marks.mark(i + 1);
+  }
+  comm.synchronize();
+  std::vector<double> us;
+  us.reserve(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) us.push_back(marks.elapsed_us(i, i + 1));
+  return us;
+}
+
+std::string timed_by(Communicator& comm) {
+  return comm.stream_marks(1) ? "device events between calls queued back to back on the stream"
+                              : "host clock around each call and its completion";
+}
 
 void register_coll(Registry& r) {
   for (CollOp op : parse_collectives("all"))

@@ -49,6 +49,15 @@ struct CollConfig {
   std::function<void(const CollCase&, void* recv_host, std::size_t count)> before_check;
 };
 
+// The timed iterations of a library on a device stream: enqueued back to
+// back with a mark between each, one synchronize at the end, then each
+// iteration's device time (us). Launch and synchronize stay out of the
+// figures, as in nccl-tests; median/p99/CV keep their per-iteration meaning.
+std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
+                                   const std::function<void()>& call, int iters);
+// Which clock times `comm`'s collectives, in words (the table says it).
+std::string timed_by(Communicator& comm);
+
 // Declares coll.<collective> for `list`.
 void register_coll(Registry& registry);
 

@@ -36,10 +36,14 @@ class CollFamily final : public Family {
     std::string agg = "max";
     if (const auto* a = find_field(r.params, "agg"); a && std::holds_alternative<std::string>(*a))
       agg = std::get<std::string>(*a);
-    return fmt::format(
+    std::string note = fmt::format(
         "algbw = size / time, busbw = algbw x bus factor (nccl-tests), decimal GB/s; time in us: "
         "each rank's median iteration, {} over ranks\n",
         agg);
+    if (const auto* t = find_field(r.params, "timed_by");
+        t && std::holds_alternative<std::string>(*t))
+      note += "timed by: " + std::get<std::string>(*t) + "\n";
+    return note;
   }
   std::string tables(const Report& r) const override { return coll_tables(r); }
   // The backend's collective library must take these ranks (NCCL and HCCL:
@@ -90,9 +94,11 @@ Examples:
     Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt) { finish_config(rt.size()); });
     auto comm = r.backend->communicator(*r.rt);
     CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
-    return r.report(
-        *this, {"coll", {}, params(r.rt->size()), std::move(res.records), std::move(res.summary)},
-        run_);
+    Params params = this->params(r.rt->size());
+    params.emplace_back("timed_by", timed_by(*comm));
+    return r.report(*this,
+                    {"coll", {}, std::move(params), std::move(res.records), std::move(res.summary)},
+                    run_);
   }
 
  private:
