@@ -45,7 +45,8 @@ def curves(records, key, x, y):
     return {k: sorted(v) for k, v in out.items()}
 
 
-def line_chart(title, series, xlabel, ylabel):
+def line_chart(title, series, xlabel, ylabel, xfmt=None):
+    xfmt = xfmt or size_label
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for label, pts in series.items():
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
@@ -53,7 +54,9 @@ def line_chart(title, series, xlabel, ylabel):
     if xs and xs[-1] > xs[0] * 4:
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs)
-        ax.set_xticklabels([size_label(v) for v in xs], rotation=45, fontsize=7)
+        ax.set_xticklabels([xfmt(v) for v in xs], rotation=45, fontsize=7)
+    elif xfmt is not size_label:
+        ax.set_xticks(xs)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -106,12 +109,20 @@ def gbps(r):
 
 def charts_copy(res):
     figs = []
-    lines = [r for r in res if not r["case"].startswith("p2p")]
+    lines = [r for r in res if not r["case"].startswith("p2p") and "threads" not in r]
     series = curves(lines, lambda r: f"{r['case']} {r['method']} {ep(r['src'])}->{ep(r['dst'])}", lambda r: r["bytes"], gbps)
     if series:
         figs.append(("Copy bandwidth", line_chart("copy: bandwidth vs size", series, "bytes", "GB/s")))
+    # --threads lists: bandwidth against cores (host) or thread blocks (cuda), per case and size.
+    threaded = [r for r in res if "threads" in r and r["case"] in ("h2d", "d2h", "d2d", "p2p")]
+    series = curves(threaded, lambda r: f"{r['case']} {r['method']} {ep(r['src'])}->{ep(r['dst'])} {size_label(r['bytes'])}",
+                    lambda r: r["threads"], gbps)
+    if series:
+        figs.append(("Copy bandwidth vs threads",
+                     line_chart("copy: bandwidth vs cores / thread blocks", series, "threads (host cores, cuda blocks)",
+                                "GB/s", xfmt=str)))
     for kase in ("p2p", "p2p_bidir_total"):
-        for method in sorted({r["method"] for r in res if r["case"] == kase}):
+        for method in sorted({r["method"] for r in res if r["case"] == kase and "threads" not in r}):
             for size in sorted({r["bytes"] for r in res if r["case"] == kase and r["method"] == method}):
                 cells = {(r["src"], r["dst"]): gbps(r) for r in ok(res)
                          if r["case"] == kase and r["method"] == method and r["bytes"] == size}

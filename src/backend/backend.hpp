@@ -27,6 +27,7 @@ struct DeviceInfo {
   int numa = -1;        // NUMA node the device's memory sits on
   Bytes memory = 0;     // capacity in bytes, 0 when unknown
   double clock_hz = 0;  // the clock its cycle counts use, 0 when none
+  int cores = 0;        // what --threads counts: the node's CPUs (host), SMs (cuda); 0 unknown
 };
 
 // Memory owned by a backend. data() is the address the backend's copiers use;

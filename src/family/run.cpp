@@ -128,6 +128,47 @@ std::string join_sizes(const std::vector<Bytes>& sizes) {
   return s;
 }
 
+ThreadCounts parse_thread_counts(const std::string& text, int max) {
+  ThreadCounts c;
+  if (text == "sweep") {
+    c.sweep = true;
+    return c;
+  }
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    if (item.empty())
+      throw UsageError(fmt::format("--threads '{}': an empty item (a list is like 1,2,4)", text));
+    std::size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item[0] == '+' || item[0] == '-' || v < 1)
+      throw UsageError(fmt::format(
+          "--threads '{}': '{}' is not a positive count (give 4, 1,2,4 or sweep)", text, item));
+    if (v > max) throw UsageError(fmt::format("--threads {}: more than the {} allowed", item, max));
+    c.values.push_back(static_cast<int>(v));
+    if (comma == text.size()) break;
+    start = comma + 1;
+  }
+  return c;
+}
+
+std::vector<int> thread_sweep(int cores, const std::string& backend) {
+  if (cores < 1)
+    throw UsageError(fmt::format(
+        "--threads sweep: the {} backend does not say how many cores its devices have; give a "
+        "list",
+        backend));
+  std::vector<int> out;
+  for (int t = 1; t <= cores; t *= 2) out.push_back(t);
+  return out;
+}
+
 Bytes parse_tile(const std::string& text) {
   return text == "0" ? 0 : parse_size(text, "--tile size");
 }

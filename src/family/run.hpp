@@ -95,6 +95,18 @@ std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_
                             double default_factor);
 std::vector<std::string> split_list(const std::string& s);
 std::string join_sizes(const std::vector<Bytes>& sizes);  // "4096,65536"
+// --threads: one count, a comma list ("1,2,4"), or "sweep" (powers of two
+// up to the device's cores, resolved once the backend is known). Throws
+// UsageError for an empty item, a non-number, or a count outside 1..max.
+struct ThreadCounts {
+  std::vector<int> values;
+  bool sweep = false;
+  bool list() const { return sweep || values.size() > 1; }  // records get a threads field
+};
+ThreadCounts parse_thread_counts(const std::string& text, int max);
+// 1, 2, 4, ... up to `cores`; UsageError when the backend does not know its cores.
+std::vector<int> thread_sweep(int cores, const std::string& backend);
+
 // --tile: a size, or 0 (direct copies, no staging tile, on GPU backends).
 Bytes parse_tile(const std::string& text);
 // Progress on stderr, only on a terminal and without -q, overwritten in place.

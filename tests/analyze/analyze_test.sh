@@ -40,6 +40,11 @@ plots)
     [ -s "$tmp/plot_$f.log" ] && fail "matplotlib printed on stderr for $f"
   done
   "$xb" plot "$tmp/coll.json" -o "$tmp/coll.svg" || fail "svg"
+  # --threads list: a bandwidth-vs-threads chart
+  "$xb" copy -t d2d --method core --threads 1,2 -s 1M -n 2 --backend host --format json -o "$tmp/thr.json" -q ||
+    fail "copy --threads"
+  "$xb" plot "$tmp/thr.json" -o "$tmp/thr.svg" || fail "plot --threads"
+  grep -q "bandwidth vs cores / thread blocks" "$tmp/thr.svg" || fail "no threads chart"
   grep -q "<svg" "$tmp/coll.svg" || fail "not an SVG"
   ;;
 report)

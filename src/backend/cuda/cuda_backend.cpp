@@ -123,6 +123,7 @@ CudaBackend::CudaBackend() {
     g.model = p.name;
     g.info.memory = p.totalGlobalMem;
     g.info.clock_hz = khz * 1e3;
+    g.info.cores = sms;
     gpus_.push_back(g);
   }
   read_numa(gpus_);

@@ -101,6 +101,7 @@ HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
     const auto& node = nodes_[static_cast<std::size_t>(n)];
     devices_.push_back({d, fmt::format("NUMA node {} ({})", node.os_index, cpu),
                         static_cast<int>(node.os_index), node.memory});
+    devices_.back().cores = static_cast<int>(node.cpus.size());
   }
 }
 

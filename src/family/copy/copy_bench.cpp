@@ -168,6 +168,38 @@ Support group_support(const Backend& b, const Registry& reg, const CopyGroup& g)
   return Support::yes();
 }
 
+// One method (and thread count) over the sizes of a group: its records,
+// measured, or waived/failed with the reason.
+void run_method(Backend& backend, const CopyConfig& cfg, const CopyGroup& g, Buffers* bufs,
+                const Support& sup, std::string alloc_error, Method m, const CopierOptions& opts,
+                const std::function<void(Bytes)>& step, std::vector<Record>& out) {
+  const Support ms = backend.method_support(m);
+  std::unique_ptr<Copier> copier;
+  if (sup.ok && ms.ok && bufs) {
+    try {
+      copier = backend.copier(m, opts);
+    } catch (const RuntimeError& e) {
+      alloc_error = e.what();
+    }
+  }
+  for (Bytes n : *g.sizes) {
+    step(n);
+    if (!sup.ok || !ms.ok) {
+      add_unrun(out, g, m, n, Status::waived, !sup.ok ? sup.reason : ms.reason);
+    } else if (!copier) {
+      add_unrun(out, g, m, n, Status::failed, alloc_error);
+    } else {
+      try {
+        for (auto& r : measure(backend, *copier, cfg, g, *bufs, n)) out.push_back(std::move(r));
+      } catch (const NotSupported& e) {
+        add_unrun(out, g, m, n, Status::waived, e.what());
+      } catch (const std::exception& e) {
+        add_unrun(out, g, m, n, Status::failed, e.what());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void register_copy(Registry& r) {
@@ -209,8 +241,10 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
 std::vector<Record> run_copy(Backend& backend, const Registry& registry, const CopyConfig& cfg,
                              const Progress& progress) {
   const auto groups = plan_copy(cfg, static_cast<int>(backend.devices().size()));
+  const std::vector<int> threads =
+      cfg.thread_counts.empty() ? std::vector<int>{cfg.copier.threads} : cfg.thread_counts;
   std::size_t total = 0, done = 0;
-  for (const auto& g : groups) total += g.sizes->size() * cfg.methods.size();
+  for (const auto& g : groups) total += g.sizes->size() * cfg.methods.size() * threads.size();
   std::vector<Record> out;
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& g = groups[gi];
@@ -225,35 +259,26 @@ std::vector<Record> run_copy(Backend& backend, const Registry& registry, const C
         alloc_error = e.what();
       }
     }
-    for (Method m : cfg.methods) {
-      const Support ms = backend.method_support(m);
-      std::unique_ptr<Copier> copier;
-      if (sup.ok && ms.ok && bufs) {
-        try {
-          copier = backend.copier(m, cfg.copier);
-        } catch (const RuntimeError& e) {
-          alloc_error = e.what();
-        }
+    for (Method m : cfg.methods)
+      for (int t : threads) {
+        const std::size_t first = out.size();
+        CopierOptions opts = cfg.copier;
+        opts.threads = t;
+        const std::string what = cfg.thread_counts.empty()
+                                     ? std::string(to_string(m))
+                                     : fmt::format("{} threads {}", to_string(m), t);
+        run_method(
+            backend, cfg, g, bufs ? &*bufs : nullptr, sup, alloc_error, m, opts,
+            [&](Bytes n) {
+              if (progress)
+                progress(done, total, fmt::format("{} {} {}", g.label(), what, format_size(n)));
+              ++done;
+            },
+            out);
+        if (!cfg.thread_counts.empty())
+          for (std::size_t i = first; i < out.size(); ++i)
+            out[i].set(copy_field::threads, std::int64_t{t});
       }
-      for (Bytes n : *g.sizes) {
-        if (progress)
-          progress(done, total, fmt::format("{} {} {}", g.label(), to_string(m), format_size(n)));
-        ++done;
-        if (!sup.ok || !ms.ok) {
-          add_unrun(out, g, m, n, Status::waived, !sup.ok ? sup.reason : ms.reason);
-        } else if (!copier) {
-          add_unrun(out, g, m, n, Status::failed, alloc_error);
-        } else {
-          try {
-            for (auto& r : measure(backend, *copier, cfg, g, *bufs, n)) out.push_back(std::move(r));
-          } catch (const NotSupported& e) {
-            add_unrun(out, g, m, n, Status::waived, e.what());
-          } catch (const std::exception& e) {
-            add_unrun(out, g, m, n, Status::failed, e.what());
-          }
-        }
-      }
-    }
   }
   if (progress) progress(total, total, "done");
   return out;

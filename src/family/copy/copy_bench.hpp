@@ -13,6 +13,11 @@
 
 namespace xb {
 
+// The field copy adds to its records when --threads is a list.
+namespace copy_field {
+inline constexpr FieldKey<std::int64_t> threads{"threads"};  // cores (host) or blocks (cuda)
+}  // namespace copy_field
+
 enum class CopyCase { h2d, d2h, d2d, p2p };
 const char* to_string(CopyCase c);
 
@@ -29,6 +34,9 @@ struct CopyConfig {
   int p2p_iters = 20;  // p2p
   bool check = true;
   CopierOptions copier;
+  // --threads as a list: one run per value, each record with a `threads`
+  // field; empty: copier.threads alone, no field.
+  std::vector<int> thread_counts;
   MemKind host_mem = MemKind::pinned;
 };
 

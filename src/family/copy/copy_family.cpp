@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "core/error.hpp"
 #include "family/copy/copy_bench.hpp"
@@ -40,6 +41,10 @@ std::vector<Method> parse_methods(const std::string& m) {
 
 class CopyFamily final : public Family {
  public:
+  CopyFamily() {
+    schema_.add(copy_field::threads, FieldRole::key,
+                "cores (host) or thread blocks (cuda) of a --threads list run");
+  }
   std::string name() const override { return "copy"; }
   std::string summary() const override {
     return "h2d, d2h, d2d, p2p bandwidth by dma engine or by cores";
@@ -80,10 +85,12 @@ class CopyFamily final : public Family {
         ->check(CLI::IsMember({"dma", "core", "both"}))
         ->default_str("both");
     add_size_options(app, sizes_, "2", "32M", "2");
-    app.add_option("--threads", cfg_.copier.threads,
-                   "host: cores/workers one copy is split over (default 1); "
-                   "cuda: thread blocks of the core kernels (default 2 per SM)")
-        ->check(CLI::Range(1, 65535));
+    app.add_option_function<std::string>(
+           "--threads", [this](const std::string& t) { threads_ = parse_thread_counts(t, 65535); },
+           "host: cores/workers one copy is split over (default 1); cuda: thread blocks of the "
+           "core kernels (default 2 per SM). A list (1,2,4) or sweep (powers of two up to the "
+           "device's cores) runs each, one record per value")
+        ->type_name("N|LIST|sweep");
     app.add_option_function<std::string>(
            "--tile", [this](const std::string& t) { cfg_.copier.tile = parse_tile(t); },
            "staging tile of the core method (cuda: shared memory per block, 0 = direct "
@@ -116,11 +123,14 @@ Examples:
     finish_config();
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& backend = *chosen.backend;
+    resolve_threads(backend);
     validate_copy(backend, cfg_);
     Output out(run_);
     Registry registry;
     register_copy(registry);
     Report report{"copy", env_of(backend), params(), {}, {}};
+    if (!cfg_.thread_counts.empty())
+      report.params.emplace_back("thread_counts", join_counts(cfg_.thread_counts));
     report.env.backend_note = chosen.note;
     report.results = run_copy(backend, registry, cfg_, progress_for(run_));
     return report_once(*this, std::move(report), run_, out);
@@ -148,6 +158,18 @@ Examples:
     cfg_.check = !run_.no_check;
   }
 
+  // One count sets the copier; a list or a sweep runs each (copy_field::threads).
+  void resolve_threads(const Backend& backend) {
+    std::vector<int> values = threads_.values;
+    if (threads_.sweep) {
+      int cores = 0;
+      for (const auto& d : backend.devices()) cores = std::max(cores, d.cores);
+      values = thread_sweep(cores, backend.name());
+    }
+    if (values.size() == 1 && !threads_.list()) cfg_.copier.threads = values.front();
+    if (threads_.list()) cfg_.thread_counts = values;
+  }
+
   Params params() const {
     std::string types, methods;
     for (CopyCase c : cfg_.cases) types += (types.empty() ? "" : ",") + std::string(to_string(c));
@@ -169,7 +191,14 @@ Examples:
             {"check", cfg_.check}};
   }
 
+  static std::string join_counts(const std::vector<int>& v) {
+    std::string s;
+    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+  }
+
   CopyConfig cfg_;
+  ThreadCounts threads_;
   SizeArgs sizes_;
   RunOptions run_;
   RecordSchema schema_{"copy"};

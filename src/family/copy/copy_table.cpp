@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "family/copy/copy_bench.hpp"
 #include "family/copy/copy_family.hpp"
 #include "report/table_kit.hpp"
 
@@ -20,6 +21,12 @@ std::string title_of(const std::string& kase) {
 
 std::string endpoint(int d) { return d < 0 ? "host" : fmt::format("device {}", d); }
 
+// "core", or "core · threads 4" for the runs of a --threads list.
+std::string method_label(const Record& r) {
+  const auto t = r.get(copy_field::threads);
+  return t ? fmt::format("{} · threads {}", r.method, *t) : r.method;
+}
+
 bool is_p2p(const Record& r) { return r.kase.rfind("p2p", 0) == 0; }
 
 std::string check_text(const Record& r) {
@@ -31,7 +38,7 @@ std::string check_text(const Record& r) {
 std::string case_table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
   std::string out = fmt::format("\n{} ({}) · {} -> {} · method {}\n", title_of(f.kase), f.kase,
-                                endpoint(f.src), endpoint(f.dst), f.method);
+                                endpoint(f.src), endpoint(f.dst), method_label(f));
   out += fmt::format("{:>12} {:>13} {:>15} {:>10} {:>12} {:>12} {:>12} {:>6} {:>5}\n",
                      "Size(Bytes)", "Execute Times", "Bandwidth(GB/s)", "Max(GB/s)", "Median(us)",
                      "Min(us)", "P99(us)", "CV(%)", "Check");
@@ -88,7 +95,7 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
   // A p2p run on a machine with one device is a single waived record.
   if (recs.size() <= 2 && recs.front()->src < 0) {
     for (const Record* r : recs)
-      out += fmt::format("\nPeer to Peer Test (p2p) · method {}: {}: {}\n", r->method,
+      out += fmt::format("\nPeer to Peer Test (p2p) · method {}: {}: {}\n", method_label(*r),
                          to_string(r->status), r->reason);
     return out;
   }
@@ -97,15 +104,16 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
   for (const Record* r : recs) {
     n = std::max({n, r->src + 1, r->dst + 1});
     const Bytes per_dir = r->kase == "p2p_bidir_total" ? r->bytes / 2 : r->bytes;
-    if (std::find(groups.begin(), groups.end(), std::pair(r->method, per_dir)) == groups.end())
-      groups.emplace_back(r->method, per_dir);
+    if (std::find(groups.begin(), groups.end(), std::pair(method_label(*r), per_dir)) ==
+        groups.end())
+      groups.emplace_back(method_label(*r), per_dir);
   }
   for (const auto& [method, bytes] : groups) {
     std::map<P2pKey, const Record*> cells;
     bool bidir = false;
     for (const Record* r : recs) {
       const Bytes per_dir = r->kase == "p2p_bidir_total" ? r->bytes / 2 : r->bytes;
-      if (r->method != method || per_dir != bytes) continue;
+      if (method_label(*r) != method || per_dir != bytes) continue;
       cells[{r->kase, r->src, r->dst}] = r;
       bidir = bidir || r->kase == "p2p_bidir";
     }
@@ -138,7 +146,7 @@ std::string copy_tables(const Report& r) {
       p2p.push_back(&rec);
       continue;
     }
-    auto key = std::tuple(rec.kase, rec.src, rec.dst, rec.method);
+    auto key = std::tuple(rec.kase, rec.src, rec.dst, method_label(rec));
     if (!sections.count(key)) order.push_back(key);
     sections[key].push_back(&rec);
   }
