@@ -268,7 +268,7 @@ ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* 
 }
 
 Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& inv,
-                    const std::function<void(Runtime&)>& validate) {
+                    const std::function<void(Runtime&, Backend&)>& validate) {
   if (opts.ranks > 0 && !launched_by_mpiexec())
     reexec_under_mpiexec(opts.ranks, inv.argc, inv.argv);
   Ranked r;
@@ -279,7 +279,7 @@ Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& i
   if (opts.ranks > 0 && opts.ranks != r.rt->size())
     throw UsageError(
         fmt::format("--ranks {} but mpiexec started {} ranks", opts.ranks, r.rt->size()));
-  validate(*r.rt);
+  validate(*r.rt, *r.backend);
   std::string err;
   if (r.rt->root()) {
     try {

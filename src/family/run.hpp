@@ -120,7 +120,7 @@ int finish(const Report& report, const RunOptions& opts, const RecordSchema& sch
 int report_once(const Family& f, Report r, const RunOptions& opts, Output& out);
 
 // The set-up every multi-rank family shares: --ranks re-executes under
-// mpiexec, MPI starts, the rank count is checked, `validate` runs on every
+// mpiexec, MPI starts, the backend is chosen, `validate` runs on every
 // rank, and -o is opened on rank 0 (a bad path fails on every rank alike).
 struct Ranked {
   std::string backend_note;  // ChosenBackend::note
@@ -131,6 +131,6 @@ struct Ranked {
   int report(const Family& f, Report r, const RunOptions& opts);
 };
 Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& inv,
-                    const std::function<void(Runtime&)>& validate);
+                    const std::function<void(Runtime&, Backend&)>& validate);
 
 }  // namespace xb

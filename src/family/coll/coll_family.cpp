@@ -91,7 +91,8 @@ Examples:
     cfg_.ops = parse_collectives(collective_);  // bad names fail before MPI starts
     cfg_.dtypes = parse_dtypes(dtypes_);
     cfg_.redops = parse_redops(redops_);
-    Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt) { finish_config(rt.size()); });
+    Ranked r =
+        start_ranked(*this, run_, inv, [&](Runtime& rt, Backend&) { finish_config(rt.size()); });
     auto comm = r.backend->communicator(*r.rt);
     CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
     Params params = this->params(r.rt->size());

@@ -102,7 +102,8 @@ Examples:
     cfg_.warmup = run_.warmup_or(1);
     cfg_.check = !run_.no_check;
     const RunOptions opts = host_only(run_, "gemm-ar");
-    Ranked r = start_ranked(*this, opts, inv, [&](Runtime& rt) { validate_gemm_ar(rt, cfg_); });
+    Ranked r =
+        start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_gemm_ar(rt, cfg_); });
     GemmArResult res = run_gemm_ar(*r.rt, cfg_);
     return r.report(*this, {"gemm-ar", {}, params(), std::move(res.records), {}}, opts);
   }

@@ -75,7 +75,8 @@ Examples:
     cfg_.warmup = run_.warmup_or(1);
     cfg_.check = !run_.no_check;
     const RunOptions opts = host_only(run_, "kv");
-    Ranked r = start_ranked(*this, opts, inv, [&](Runtime& rt) { validate_kv(rt, cfg_); });
+    Ranked r =
+        start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_kv(rt, cfg_); });
     std::vector<Record> recs = run_kv(*r.rt, cfg_);
     const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
                            {"blocks", blocks_},

@@ -89,6 +89,7 @@ RemoteResult share(Runtime& rt, const RemoteConfig& cfg, std::vector<Record> min
   res.records = records_from_wire(wires[static_cast<std::size_t>(cfg.root)]);
   res.summary = std::move(summary);
   for (RemoteOp op : cfg.ops) {
+    if (!cfg.thread_counts.empty()) break;  // one crossover per thread count would mislead
     const std::string line = crossover_text(res.records, to_string(op));
     if (!line.empty()) res.summary.emplace_back(std::string("crossover_") + to_string(op), line);
   }
@@ -112,6 +113,7 @@ std::string remote_digest(const RemoteConfig& c) {
   s += fmt::format("i{} w{} t{} r{} p{} c{} th{} tile{}", c.iters.value_or(-1),
                    c.warmup.value_or(-1), c.transport ? to_string(*c.transport) : "auto", c.root,
                    c.peer.value_or(-1), c.check, c.copier.threads, c.copier.tile);
+  for (int t : c.thread_counts) s += fmt::format(",th{}", t);
   return s;
 }
 
@@ -159,10 +161,23 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
   const bool ipc = backend.capabilities().device_ipc;
   if (!ipc && backend.name() != "host")
     return {waived_all(cfg, remote_unsupported(backend.name())), {}};
-  const auto w = ipc ? make_device_windows(rt, backend, cfg) : make_host_windows(rt, backend, cfg);
-  std::vector<Record> mine = sweep(rt, cfg, *w);
+  const std::vector<int> threads =
+      cfg.thread_counts.empty() ? std::vector<int>{cfg.copier.threads} : cfg.thread_counts;
+  std::vector<Record> mine;
+  Params summary;
+  for (int t : threads) {  // windows (and their copiers) made again for each count
+    RemoteConfig one = cfg;
+    one.copier.threads = t;
+    const auto w =
+        ipc ? make_device_windows(rt, backend, one) : make_host_windows(rt, backend, one);
+    for (auto& r : sweep(rt, one, *w)) {
+      if (!cfg.thread_counts.empty()) r.set(remote_field::threads, std::int64_t{t});
+      mine.push_back(std::move(r));
+    }
+    summary = w->summary();
+  }
   // The root measured; every rank reports the root's records.
-  return share(rt, cfg, std::move(mine), w->summary());
+  return share(rt, cfg, std::move(mine), std::move(summary));
 }
 
 std::string crossover_text(const std::vector<Record>& records, const std::string& op) {

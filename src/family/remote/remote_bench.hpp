@@ -18,6 +18,7 @@ namespace xb {
 namespace remote_field {
 inline constexpr FieldKey<double> cycles{"cycles"};  // counter cycles per transfer
 inline constexpr FieldKey<std::string> transport{"transport"};
+inline constexpr FieldKey<std::int64_t> threads{"threads"};  // of a --threads list run
 }  // namespace remote_field
 
 enum class RemoteOp { get, put };
@@ -34,6 +35,9 @@ struct RemoteConfig {
   std::optional<int> peer;             // default (root + 1) % ranks
   bool check = true;
   CopierOptions copier{1, 64 * 1024};  // engine workers; core staging tile
+  // --threads as a list: one sweep per value, each record with a `threads`
+  // field; empty: copier.threads alone, no field.
+  std::vector<int> thread_counts;
   // Test seam: called on the receiving rank with the received bytes after
   // timing, before verification (tests corrupt them to prove the check).
   std::function<void(std::span<std::byte>)> before_verify;

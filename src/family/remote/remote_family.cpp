@@ -80,10 +80,11 @@ class RemoteFamily final : public Family {
            "core: staging tile size (cuda: shared memory, 0 = direct)")
         ->type_name("SIZE")
         ->default_str("64K");
-    app.add_option(
-           "--threads", cfg_.copier.threads,
-           "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM)")
-        ->check(CLI::Range(1, 65535));
+    app.add_option_function<std::string>(
+           "--threads", [this](const std::string& t) { threads_ = parse_thread_counts(t, 65535); },
+           "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM). A "
+           "list (1,2,4) or sweep (powers of two up to the device's cores) runs each")
+        ->type_name("N|LIST|sweep");
     add_run_options(app, run_,
                     {.iters = "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)",
                      .warmup = "warm-up transfers (default: iters/10)",
@@ -101,13 +102,26 @@ Examples:
     if (run_.iters > 0) cfg_.iters = run_.iters;
     if (run_.warmup >= 0) cfg_.warmup = run_.warmup;
     cfg_.check = !run_.no_check;
-    Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt) { validate_remote(rt, cfg_); });
+    Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& b) {
+      resolve_threads(b);
+      validate_remote(rt, cfg_);
+    });
     RemoteResult res = run_remote(*r.rt, *r.backend, cfg_);
     return r.report(*this, {"remote", {}, params(), std::move(res.records), std::move(res.summary)},
                     run_);
   }
 
  private:
+  // One count sets the copier; a list runs each (remote_field::threads). A
+  // sweep goes up to the cores of the device the windows live on (the first).
+  void resolve_threads(const Backend& b) {
+    std::vector<int> values = threads_.values;
+    if (threads_.sweep)
+      values = thread_sweep(b.devices().empty() ? 0 : b.devices().front().cores, b.name());
+    if (values.size() == 1 && !threads_.list()) cfg_.copier.threads = values.front();
+    if (threads_.list()) cfg_.thread_counts = values;
+  }
+
   Params params() const {
     std::string ops, method;
     for (RemoteOp op : cfg_.ops) ops += (ops.empty() ? "" : ",") + std::string(to_string(op));
@@ -126,6 +140,7 @@ Examples:
   }
 
   RemoteConfig cfg_;
+  ThreadCounts threads_;
   SizeArgs sizes_;
   RunOptions run_;
   RecordSchema schema_{"remote"};

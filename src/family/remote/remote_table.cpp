@@ -18,9 +18,11 @@ std::string one_op(const std::string& op, const std::vector<const Record*>& recs
   std::vector<std::string> methods;
   std::map<Bytes, std::map<std::string, const Record*>> rows;
   for (const Record* r : recs) {
-    if (std::find(methods.begin(), methods.end(), r->method) == methods.end())
-      methods.push_back(r->method);
-    rows[r->bytes][r->method] = r;
+    // A --threads list run: one column group per method and thread count.
+    const auto t = r->get(remote_field::threads);
+    const std::string m = t ? fmt::format("{}/t{}", r->method, *t) : r->method;
+    if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+    rows[r->bytes][m] = r;
   }
   std::sort(methods.begin(), methods.end());  // core before dma, as seed 000 puts TGET first
   const Record& f = *recs.front();
