@@ -5,6 +5,7 @@
 PRESET ?= default
 BUILD := build/$(PRESET)
 XB := $(BUILD)/xferbench
+PEERS ?= build/peers
 
 .PHONY: all deps configure build run test test-release test-fake-accel test-asan bench format clean
 
@@ -48,6 +49,9 @@ bench: build
 	bench/coll_vs_mpi_allreduce.sh $(XB)
 	bench/engine_vs_ucx_perftest.sh $(XB)
 	bench/cuda_copy_vs_memcpy_async.sh $(XB)
+	@# with a GPU and the peer tools built (../shared/peers/build.sh $(PEERS)); waived otherwise
+	bench/cuda_vs_nvbandwidth.sh $(PEERS) $(XB)
+	bench/nccl_vs_nccl_tests.sh $(PEERS) $(XB)
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Side by side, in one invocation: `xferbench coll --backend cuda` and
+# nccl-tests (2.19.6, built by ../shared/peers/build.sh) for every collective
+# nccl-tests has, on the same sizes (8 B x GPUs .. 1 GiB x2), -n and -w, one rank per
+# GPU, float sum, out of place. Prints per size the time and algbw of both and
+# the ratio xferbench/nccl-tests; the targets are algbw >= 0.95x at every size
+# from 64 KiB and, below that, a time within 1 us of nccl-tests'. Where no GPU
+# is usable it prints `waived: <reason>` and exits 0.
+#
+#   bench/nccl_vs_nccl_tests.sh PEER_DIR [XFERBENCH] [GPUS] [ITERS] [WARMUP]
+#   (defaults: build/default/xferbench, every visible GPU, 20, 5)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+peers=${1:?usage: nccl_vs_nccl_tests.sh PEER_DIR (the folder ../shared/peers/build.sh wrote)}
+xb=${2:-$here/../build/default/xferbench}
+iters=${4:-20}
+warmup=${5:-5}
+py=$(command -v /usr/bin/python3 || command -v python3)
+[ -x "$xb" ] || { echo "no xferbench at $xb (make build)"; exit 2; }
+why=$("$xb" list --format json | "$py" -c '
+import json, sys
+for b in json.load(sys.stdin)["backends"]:
+    if b["name"] == "cuda" and not b["available"]: print(b["reason"])')
+if [ -n "$why" ]; then echo "waived: $why"; exit 0; fi
+gpus=${3:-$("$xb" list --backend cuda --format json | "$py" -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')}
+[ -x "$peers/all_reduce_perf" ] || { echo "no nccl-tests in $peers (../shared/peers/build.sh $peers)"; exit 2; }
+
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+min=$((8 * gpus))  # every collective splits it evenly over the ranks (float)
+ops="all_reduce:allreduce all_gather:allgather reduce_scatter:reducescatter broadcast:broadcast
+     reduce:reduce alltoall:alltoall sendrecv:sendrecv"
+for pair in $ops; do
+  nt=${pair%%:*}; op=${pair##*:}
+  # nccl-tests: one process driving every GPU (-g), no MPI; -c 0: no check in the timing.
+  "$peers/${nt}_perf" -b "$min" -e 1G -f 2 -g "$gpus" -n "$iters" -w "$warmup" -c 0 -o sum -d float \
+    > "$tmp/nt_$op.txt"
+  # xferbench: one rank per GPU under mpiexec.
+  "$xb" coll "$op" --backend cuda --ranks "$gpus" -b "$min" -e 1G -f 2 -n "$iters" -w "$warmup" \
+    --outofplace -d float --redop sum --format json -o "$tmp/xb_$op.json" -q
+done
+
+"$py" - "$tmp" "$ops" <<'PY'
+import json, sys
+tmp, ops = sys.argv[1], [p.split(":")[1] for p in sys.argv[2].split()]
+ok = True
+
+def nccl_tests(path):
+    """size -> (time us, algbw GB/s), out of place, from nccl-tests' table."""
+    rows = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 8 and f[0].isdigit() and f[1].isdigit():
+            # size count type redop root time algbw busbw #wrong ... (root is -1 where unused)
+            rows[int(f[0])] = (float(f[5]), float(f[6]))
+    return rows
+
+print("out of place, float, sum; time in us, algbw in GB/s; ratio = xferbench / nccl-tests algbw")
+for op in ops:
+    nt = nccl_tests(f"{tmp}/nt_{op}.txt")
+    doc = json.load(open(f"{tmp}/xb_{op}.json"))
+    print(f"\n{op} · {doc['env']['ranks']} rank(s) · xferbench timed by {doc['params'].get('timed_by', '?')}")
+    print(f"{'size':>12}{'nt time':>10}{'xb time':>10}{'nt algbw':>10}{'xb algbw':>10}{'ratio':>8}  verdict")
+    for r in doc["results"]:
+        if r["status"] != "ok" or r["bytes"] not in nt:
+            continue
+        t_nt, a_nt = nt[r["bytes"]]
+        t_xb, a_xb = r["time_us"]["median"], r.get("algbw", 0.0)
+        ratio = a_xb / a_nt if a_nt > 0 else float("nan")
+        if r["bytes"] >= 64 * 1024:
+            good = ratio >= 0.95
+        else:
+            good = t_xb <= t_nt + 1.0
+        ok = ok and good
+        print(f"{r['bytes']:>12}{t_nt:>10.2f}{t_xb:>10.2f}{a_nt:>10.2f}{a_xb:>10.2f}{ratio:>8.3f}  {'ok' if good else 'MISS'}")
+print(f"\ntargets (algbw >= 0.95x from 64 KiB, time within 1 us below): {'PASS' if ok else 'MISS'}")
+sys.exit(0 if ok else 1)
+PY
