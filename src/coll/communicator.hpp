@@ -63,6 +63,12 @@ class Communicator {
   // `count` marks on the library's stream, made now (outside timing); null
   // for libraries that complete each call on the calling thread (MPI).
   virtual std::unique_ptr<StreamMarks> stream_marks(int /*count*/) { return nullptr; }
+  // Graph capture (nccl-tests -G): the calls and marks queued after
+  // begin_capture() are captured into a graph, which end_capture_and_replay()
+  // instantiates and launches on the stream (synchronize() waits for it).
+  // begin_capture() returns false where the library has no graphs.
+  virtual bool begin_capture() { return false; }
+  virtual void end_capture_and_replay() {}
 };
 
 // The MPI communicator over the runtime's world (host memory).

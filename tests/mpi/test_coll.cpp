@@ -64,6 +64,7 @@ class FakeStreamComm final : public Communicator {
     queue([=, this] { mpi_->sendrecv(s, r, n, t); });
   }
   void synchronize() override {
+    if (capturing_) throw std::logic_error("synchronize() while capturing a graph");
     log += 'S';
     for (auto& op : pending_) op();
     pending_.clear();
@@ -90,6 +91,19 @@ class FakeStreamComm final : public Communicator {
   std::unique_ptr<StreamMarks> stream_marks(int n) override {
     return std::make_unique<Marks>(*this, n);
   }
+  // Graphs: what is queued while capturing waits in the graph until replay.
+  bool begin_capture() override {
+    log += 'G';
+    captured_from_ = pending_.size();
+    capturing_ = true;
+    return true;
+  }
+  void end_capture_and_replay() override {
+    log += 'R';
+    capturing_ = false;
+    replayed_ = true;
+  }
+  bool replayed_ = false;
 
   std::string log;  // C call, M mark, S synchronize
 
@@ -103,6 +117,8 @@ class FakeStreamComm final : public Communicator {
   }
   std::unique_ptr<Communicator> mpi_;
   std::vector<std::function<void()>> pending_;
+  std::size_t captured_from_ = 0;
+  bool capturing_ = false;
   double clock_ = 0;
 };
 
@@ -210,6 +226,35 @@ TEST(Coll, StreamLibrariesAreTimedByMarksWithOneSynchronize) {
   EXPECT_NE(timed_by(comm).find("device events"), std::string::npos);
   auto mpi = make_mpi_communicator(rt);
   EXPECT_NE(timed_by(*mpi).find("host clock"), std::string::npos);
+}
+
+TEST(Coll, GraphCaptureQueuesTheTimedIterationsThenReplaysThem) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  FakeStreamComm comm(rt);
+  CollConfig cfg = tiny();
+  cfg.ops = {CollOp::allgather};
+  cfg.dtypes = {DType::int32};
+  cfg.sizes = {cfg.sizes[0]};
+  cfg.outofplace = true;
+  cfg.inplace = false;
+  cfg.iters = 3;
+  cfg.warmup = 1;
+  cfg.graph = true;
+  validate_coll(rt.size(), cfg, &comm);
+  const CollResult res = run_coll(rt, comm, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 1u);
+  EXPECT_EQ(res.records[0].status, Status::ok) << res.records[0].reason;
+  EXPECT_DOUBLE_EQ(res.records[0].time_us.median, kCallUs);
+  EXPECT_TRUE(comm.replayed_);
+  EXPECT_EQ(comm.log,
+            "CS"
+            "GMCMCMCMR"
+            "S"
+            "CS");
+  // MPI runs on the host: --graph is a usage error before anything runs.
+  auto mpi = make_mpi_communicator(rt);
+  EXPECT_THROW(validate_coll(rt.size(), cfg, mpi.get()), UsageError);
 }
 
 }  // namespace xb

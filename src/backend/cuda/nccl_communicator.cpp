@@ -70,7 +70,16 @@ struct ScratchApi {
 // Events on the NCCL stream (timing events: no blocking sync flag needed).
 struct MarkApi : EventApi {
   using Stream = cudaStream_t;
-  static void record(cudaEvent_t e, cudaStream_t s) { XB_CUDA(cudaEventRecord(e, s)); }
+  // During graph capture a mark must be an external event node, so that the
+  // replayed graph records it where the host can read it.
+  static void record(cudaEvent_t e, cudaStream_t s) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    XB_CUDA(cudaStreamIsCapturing(s, &st));
+    if (st == cudaStreamCaptureStatusActive)
+      XB_CUDA(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+    else
+      XB_CUDA(cudaEventRecord(e, s));
+  }
   static double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
     float ms = 0;
     XB_CUDA(cudaEventElapsedTime(&ms, from, to));
@@ -99,6 +108,7 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     XB_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
   }
   ~NcclCommunicator() override {
+    drop_graph();
     if (comm_) (void)ncclCommDestroy(comm_);
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
@@ -152,6 +162,16 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
     return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
   }
+  bool begin_capture() override {
+    drop_graph();  // the previous graph has run: synchronize() came after its launch
+    XB_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    return true;
+  }
+  void end_capture_and_replay() override {
+    XB_CUDA(cudaStreamEndCapture(stream_, &graph_));
+    XB_CUDA(cudaGraphInstantiate(&exec_, graph_, 0));
+    XB_CUDA(cudaGraphLaunch(exec_, stream_));
+  }
 
  private:
   // ncclGroupStart .. calls .. ncclGroupEnd, the group closed even when a call fails.
@@ -170,7 +190,16 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     XB_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
 
+  void drop_graph() noexcept {
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
+    if (graph_) (void)cudaGraphDestroy(graph_);
+    exec_ = nullptr;
+    graph_ = nullptr;
+  }
+
   cudaStream_t stream_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
   ncclComm_t comm_ = nullptr;
 };
 

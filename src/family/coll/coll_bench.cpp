@@ -95,7 +95,7 @@ Stats time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollCo
   rt.barrier();
   std::vector<double> us;
   if (marks) {
-    us = time_on_stream(comm, *marks, call, cfg.iters);
+    us = time_on_stream(comm, *marks, call, cfg.iters, cfg.graph);
   } else {
     us.reserve(static_cast<std::size_t>(cfg.iters));
     for (int i = 0; i < cfg.iters; ++i) {
@@ -178,12 +178,15 @@ Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
 }  // namespace
 
 std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
-                                   const std::function<void()>& call, int iters) {
+                                   const std::function<void()>& call, int iters, bool graph) {
+  if (graph && !comm.begin_capture())
+    throw UsageError(fmt::format("--graph: {} cannot capture collectives in a graph", comm.name()));
   marks.mark(0);
   for (int i = 0; i < iters; ++i) {
     call();
     marks.mark(i + 1);
   }
+  if (graph) comm.end_capture_and_replay();
   comm.synchronize();
   std::vector<double> us;
   us.reserve(static_cast<std::size_t>(iters));
@@ -208,7 +211,11 @@ const char* to_string(TimeAgg a) {
   return a == TimeAgg::max ? "max" : a == TimeAgg::avg ? "avg" : "min";
 }
 
-void validate_coll(int nranks, const CollConfig& cfg) {
+void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
+  if (cfg.graph && comm && !comm->stream_marks(1))
+    throw UsageError(fmt::format(
+        "--graph captures collectives on a device stream in a CUDA graph: {} runs on the host",
+        comm->name()));
   if (cfg.root < 0 || cfg.root >= nranks)
     throw UsageError(fmt::format("-r {} out of range: {} rank{} (0..{})", cfg.root, nranks,
                                  nranks == 1 ? "" : "s", nranks - 1));

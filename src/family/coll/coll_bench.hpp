@@ -44,6 +44,7 @@ struct CollConfig {
   bool outofplace = true;
   bool inplace = true;
   TimeAgg agg = TimeAgg::max;
+  bool graph = false;  // --graph: timed iterations captured in a CUDA graph and replayed
   // Test seam: sees this rank's received elements (host copy) before they
   // are checked; tests corrupt one to prove #wrong counts it.
   std::function<void(const CollCase&, void* recv_host, std::size_t count)> before_check;
@@ -53,8 +54,11 @@ struct CollConfig {
 // back with a mark between each, one synchronize at the end, then each
 // iteration's device time (us). Launch and synchronize stay out of the
 // figures, as in nccl-tests; median/p99/CV keep their per-iteration meaning.
+// With `graph`, the iterations and marks are captured into a graph first and
+// replayed (nccl-tests -G); UsageError where the library cannot.
 std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
-                                   const std::function<void()>& call, int iters);
+                                   const std::function<void()>& call, int iters,
+                                   bool graph = false);
 // Which clock times `comm`'s collectives, in words (the table says it).
 std::string timed_by(Communicator& comm);
 
@@ -63,7 +67,8 @@ void register_coll(Registry& registry);
 
 // Same on every rank (depends only on options and the rank count): throws
 // UsageError for a root out of range or a size the collective cannot split.
-void validate_coll(int nranks, const CollConfig& cfg);
+// With `comm`, also that it can do what cfg asks (--graph needs a stream).
+void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm = nullptr);
 
 struct CollResult {
   std::vector<Record> records;  // identical on every rank

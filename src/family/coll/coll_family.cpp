@@ -73,6 +73,9 @@ class CollFamily final : public Family {
         ->check(CLI::IsMember({"max", "avg", "min"}))
         ->default_str("max");
     app.add_flag("--rank-avg", rank_avg_, "same as -a avg");
+    app.add_flag(
+        "-G,--graph", cfg_.graph,
+        "capture the timed iterations in a CUDA graph and replay it (NCCL; nccl-tests -G)");
     add_run_options(app, run_,
                     {.iters = "timed iterations (default 20)",
                      .warmup = "warm-up iterations (default 5)",
@@ -94,9 +97,11 @@ Examples:
     Ranked r =
         start_ranked(*this, run_, inv, [&](Runtime& rt, Backend&) { finish_config(rt.size()); });
     auto comm = r.backend->communicator(*r.rt);
+    validate_coll(r.rt->size(), cfg_, comm.get());
     CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
     Params params = this->params(r.rt->size());
-    params.emplace_back("timed_by", timed_by(*comm));
+    params.emplace_back("timed_by",
+                        timed_by(*comm) + (cfg_.graph ? ", captured in a graph and replayed" : ""));
     return r.report(*this,
                     {"coll", {}, std::move(params), std::move(res.records), std::move(res.summary)},
                     run_);
