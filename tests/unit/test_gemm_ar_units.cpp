@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/gemm_ar/sync.hpp"
 #include "family/gemm_ar/tiling.hpp"
 
@@ -100,4 +101,40 @@ TEST(GemmArSync, CounterPublicationWakesWaiter) {
   publisher.join();
 }
 
+}  // namespace xb
+
+namespace xb {
+namespace {
+
+// The verdicts of the figures seen on a 16-core host (issue: -1171.9 % and
+// 2880.2 % were printed as efficiencies) and of a healthy run.
+TEST(GemmArOverlap, OnlyAMeaningfulRunGetsAnEfficiencyFigure) {
+  const OverlapVerdict healthy = overlap_verdict(1000, 400, 1400, 1050);
+  EXPECT_TRUE(healthy.figure);
+  EXPECT_DOUBLE_EQ(healthy.efficiency, (1000 + 400 - 1050) / 400.0);
+  EXPECT_EQ(healthy.text, "overlap efficiency 87.5%");
+
+  const OverlapVerdict slower = overlap_verdict(1368, 10, 1398, 1497);  // pipelined lost
+  EXPECT_FALSE(slower.figure);
+  EXPECT_EQ(slower.text, "no overlap gain: pipelined 99.0 us slower than sequential");
+
+  const OverlapVerdict faster = overlap_verdict(1219, 10, 1300, 1037);  // beat compute-only
+  EXPECT_FALSE(faster.figure);
+  EXPECT_NE(faster.text.find("beat the longer phase alone (1219.0 us)"), std::string::npos);
+
+  const OverlapVerdict tiny = overlap_verdict(1000, 10, 1012, 1005);  // nothing to hide
+  EXPECT_FALSE(tiny.figure);
+  EXPECT_NE(tiny.text.find("under 2% of the longer"), std::string::npos);
+}
+
+TEST(GemmArOverlap, DefaultWorkersFillTheRanksShareOfTheCores) {
+  EXPECT_EQ(default_workers(16, 2), std::make_pair(7, 1));
+  EXPECT_EQ(default_workers(16, 4), std::make_pair(3, 1));
+  EXPECT_EQ(default_workers(16, 8), std::make_pair(1, 1));
+  EXPECT_EQ(default_workers(64, 2), std::make_pair(28, 4));
+  EXPECT_EQ(default_workers(2, 2), std::make_pair(1, 1));  // oversubscribed, still one each
+  EXPECT_EQ(default_workers(1, 4), std::make_pair(1, 1));
+}
+
+}  // namespace
 }  // namespace xb

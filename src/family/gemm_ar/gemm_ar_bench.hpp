@@ -34,6 +34,7 @@ inline constexpr FieldKey<double> gflops{"gflops"};
 inline constexpr FieldKey<double> comm_gbps{"comm_gbps"};
 inline constexpr FieldKey<double> max_err{"max_err"};
 inline constexpr FieldKey<std::int64_t> wrong{"wrong"};
+inline constexpr FieldKey<std::string> overlap_note{"overlap_note"};
 }  // namespace gemm_field
 
 enum class GemmArMode { all, pipelined, sequential };
@@ -51,6 +52,24 @@ struct GemmArConfig {
   double watchdog_s = 10;
   std::int64_t drop_tile = -1;  // test seam: this tile is never signalled
 };
+
+// What the overlap of one run means, from the medians (us) of compute alone
+// (c), communication alone (m), sequential (s) and pipelined (p).
+// efficiency = (c + m - p) / min(c, m) is a figure only when pipelined gained
+// (p < s), did not beat the longer phase alone (p >= max(c, m): else the
+// phases ran under different conditions) and the shorter phase is not lost
+// in the noise (min >= 2% of max); otherwise `text` says why there is none.
+struct OverlapVerdict {
+  bool figure = false;
+  double efficiency = 0;
+  std::string text;  // "overlap efficiency 87.4%" or the reason for no figure
+};
+OverlapVerdict overlap_verdict(double c, double m, double s, double p);
+
+// Default workers per rank from the cores of the host shared by its ranks:
+// one comm worker per 8 cores (at least one), the rest compute (at least
+// one). {compute, comm}.
+std::pair<int, int> default_workers(int cores, int ranks_on_host);
 
 // Collective; throws UsageError on every rank for bad shapes or one rank.
 void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg);

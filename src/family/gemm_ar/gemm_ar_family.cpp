@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
+#include "core/sysinfo.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/run.hpp"
+#include "report/table_kit.hpp"
 
 namespace xb {
 namespace {
@@ -41,9 +43,21 @@ class GemmArFamily final : public Family {
            "C = sum over ranks of A_i x B: compute-only, comm-only, sequential, pipelined",
            host_memory_only});
   }
-  std::string table_note(const Report&) const override {
-    return "time in us: each iteration's time is the max over ranks; median over the timed "
-           "iterations\n";
+  std::string table_note(const Report& r) const override {
+    std::string note =
+        "time in us: each iteration's time is the max over ranks; median over the timed "
+        "iterations; the phases interleaved in alternating order\n";
+    const auto count = [&](const char* k) {
+      const FieldValue* v = find_field(r.params, k);
+      return v && std::holds_alternative<std::int64_t>(*v) ? std::get<std::int64_t>(*v) : 0;
+    };
+    const std::int64_t c = count("compute_workers"), m = count("comm_workers");
+    if (r.env.cores > 0 && r.env.ranks * (c + m) > r.env.cores)
+      note += fmt::format(
+          "note: {} ranks x ({} compute + {} comm) workers on {} cores: workers share cores, so "
+          "pipelined cannot be expected to beat sequential here\n",
+          r.env.ranks, c, m, r.env.cores);
+    return note;
   }
   std::string tables(const Report& r) const override { return gemm_tables(r); }
 
@@ -65,10 +79,13 @@ class GemmArFamily final : public Family {
     app.add_option("--comm-sub-m", c.shape.comm_sub_m,
                    "subtile rows of the reduce-scatter/all-gather")
         ->default_str("32");
-    app.add_option("--compute-workers", c.compute_workers, "threads computing tiles per rank")
-        ->default_str("1");
-    app.add_option("--comm-workers", c.comm_workers, "threads moving tiles per rank")
-        ->default_str("1");
+    app.add_option("--compute-workers", compute_workers_,
+                   "threads computing tiles per rank (default: the rank's share of the host's "
+                   "cores, less its comm workers)")
+        ->check(CLI::Range(1, 4096));
+    app.add_option("--comm-workers", comm_workers_,
+                   "threads moving tiles per rank (default: one per 8 cores of the rank's share)")
+        ->check(CLI::Range(1, 4096));
     app.add_option_function<std::string>(
            "--mode",
            [this](const std::string& m) {
@@ -102,8 +119,12 @@ Examples:
     cfg_.warmup = run_.warmup_or(1);
     cfg_.check = !run_.no_check;
     const RunOptions opts = host_only(run_, "gemm-ar");
-    Ranked r =
-        start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_gemm_ar(rt, cfg_); });
+    Ranked r = start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) {
+      const auto [compute, comm] = default_workers(online_cores(), rt.size());
+      cfg_.compute_workers = compute_workers_ > 0 ? compute_workers_ : compute;
+      cfg_.comm_workers = comm_workers_ > 0 ? comm_workers_ : comm;
+      validate_gemm_ar(rt, cfg_);
+    });
     GemmArResult res = run_gemm_ar(*r.rt, cfg_);
     return r.report(*this, {"gemm-ar", {}, params(), std::move(res.records), {}}, opts);
   }
@@ -130,6 +151,7 @@ Examples:
   }
 
   GemmArConfig cfg_;
+  int compute_workers_ = 0, comm_workers_ = 0;  // 0: default_workers()
   RunOptions run_;
   RecordSchema schema_{"gemm-ar"};
 };
