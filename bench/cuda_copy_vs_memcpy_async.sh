@@ -15,14 +15,9 @@ xb=${1:-$here/../build/default/xferbench}
 sizes=${2:-"256 1024"}
 hbm=${3:-4800}
 loop=$(dirname "$xb")/bench/cuda_memcpy_loop
-py=/usr/bin/python3
 iters=20
-[ -x "$xb" ] || { echo "no xferbench at $xb (make build)"; exit 2; }
-why=$("$xb" list --format json | "$py" -c '
-import json, sys
-for b in json.load(sys.stdin)["backends"]:
-    if b["name"] == "cuda" and not b["available"]: print(b["reason"])')
-if [ -n "$why" ]; then echo "waived: $why"; exit 0; fi
+# shellcheck source=bench/cuda_common.sh
+. "$here/cuda_common.sh"
 [ -x "$loop" ] || { echo "no cuda_memcpy_loop at $loop (build with the CUDA backend)"; exit 2; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -17,15 +17,9 @@ peers=${1:?usage: cuda_vs_nvbandwidth.sh PEER_DIR (the folder ../shared/peers/bu
 xb=${2:-$here/../build/default/xferbench}
 mib=${3:-512}
 iters=${4:-20}
-py=$(command -v /usr/bin/python3 || command -v python3)
-[ -x "$xb" ] || { echo "no xferbench at $xb (make build)"; exit 2; }
-why=$("$xb" list --format json | "$py" -c '
-import json, sys
-for b in json.load(sys.stdin)["backends"]:
-    if b["name"] == "cuda" and not b["available"]: print(b["reason"])')
-if [ -n "$why" ]; then echo "waived: $why"; exit 0; fi
+# shellcheck source=bench/cuda_common.sh
+. "$here/cuda_common.sh"
 [ -x "$peers/nvbandwidth" ] || { echo "no nvbandwidth in $peers (../shared/peers/build.sh $peers)"; exit 2; }
-gpus=$("$xb" list --backend cuda --format json | "$py" -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cases="host_to_device_memcpy_ce device_to_host_memcpy_ce host_to_device_memcpy_sm

@@ -15,14 +15,9 @@ peers=${1:?usage: nccl_vs_nccl_tests.sh PEER_DIR (the folder ../shared/peers/bui
 xb=${2:-$here/../build/default/xferbench}
 iters=${4:-20}
 warmup=${5:-5}
-py=$(command -v /usr/bin/python3 || command -v python3)
-[ -x "$xb" ] || { echo "no xferbench at $xb (make build)"; exit 2; }
-why=$("$xb" list --format json | "$py" -c '
-import json, sys
-for b in json.load(sys.stdin)["backends"]:
-    if b["name"] == "cuda" and not b["available"]: print(b["reason"])')
-if [ -n "$why" ]; then echo "waived: $why"; exit 0; fi
-gpus=${3:-$("$xb" list --backend cuda --format json | "$py" -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')}
+# shellcheck source=bench/cuda_common.sh
+. "$here/cuda_common.sh"
+gpus=${3:-$gpus}
 [ -x "$peers/all_reduce_perf" ] || { echo "no nccl-tests in $peers (../shared/peers/build.sh $peers)"; exit 2; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
