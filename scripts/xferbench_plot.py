@@ -136,7 +136,8 @@ def charts_copy(res):
 
 
 def charts_remote(res):
-    series = curves(res, lambda r: f"{r['case']} {r['method']}", lambda r: r["bytes"], gbps)
+    label = lambda r: f"{r['case']} {r['method']}" + (f" t{r['threads']}" if "threads" in r else "")
+    series = curves(res, label, lambda r: r["bytes"], gbps)
     return [("Remote get/put", line_chart("remote: core vs dma", series, "bytes", "GB/s"))] if series else []
 
 

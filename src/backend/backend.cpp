@@ -27,12 +27,6 @@ int executing_device(const CopyOp& op) {
   return std::max(op.dst->device(), 0);
 }
 
-bool any_peer_pair(std::span<const Support> matrix, std::size_t n) {
-  for (std::size_t i = 0; i < matrix.size(); ++i)
-    if (matrix[i].ok && i / n != i % n) return true;
-  return false;
-}
-
 std::string Backend::export_buffer(const Buffer&) {
   throw NotSupported(
       fmt::format("the {} backend cannot share device memory between processes", name()));

@@ -151,9 +151,6 @@ void check_ops(std::span<const CopyOp> ops);
 // The device whose engine or cores execute a copy: the device side, the
 // source for device-to-device copies (a push, as copy engines do).
 int executing_device(const CopyOp& op);
-// Whether some pair of different devices may copy directly, from a
-// row-major n x n peer-access matrix.
-bool any_peer_pair(std::span<const Support> matrix, std::size_t n);
 
 // What `list` shows about a backend that may not be usable here.
 struct BackendStatus {

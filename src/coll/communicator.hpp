@@ -67,8 +67,11 @@ class Communicator {
   // begin_capture() are captured into a graph, which end_capture_and_replay()
   // instantiates and launches on the stream (synchronize() waits for it).
   // begin_capture() returns false where the library has no graphs.
+  virtual bool can_capture() const { return false; }
   virtual bool begin_capture() { return false; }
   virtual void end_capture_and_replay() {}
+  // After a failure inside capture: ends it and drops what was captured.
+  virtual void abort_capture() noexcept {}
 };
 
 // The MPI communicator over the runtime's world (host memory).

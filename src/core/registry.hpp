@@ -22,7 +22,6 @@ struct Support {
 struct Capabilities {
   std::string backend;
   int devices = 0;
-  bool peer_access = false;  // some pair of devices can copy directly
   bool device_ipc = false;   // device memory shared between processes (remote windows)
 };
 

@@ -1,8 +1,8 @@
 #pragma once
-// A family's record schema: the fields it adds to every record, each with its
-// type and its role. `compare` matches records by the key fields, `--min-bw`
-// and `compare` judge the headline metric, and the CSV/JSON writers and
-// readers take names and types from here instead of from lists of strings.
+// A family's record schema: the fields it adds to its records, each with its
+// type, role and meaning. `compare` matches records by the key fields,
+// `--min-bw` and `compare` judge the headline metric. The JSON and CSV
+// writers write each record's fields in the order the family set them.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -236,24 +236,36 @@ Support agreed(Runtime* rt, const Support& s) {
   return err.empty() ? Support::yes() : Support::no(err);
 }
 
+// The backend `name`, or why not (unknown, unavailable, failing to start).
+Support try_make(const std::string& name, std::unique_ptr<Backend>& out) {
+  try {
+    out = make_backend(name);
+    return Support::yes();
+  } catch (const std::exception& e) {
+    return Support::no(e.what());
+  }
+}
+
 }  // namespace
 
+// Every rank walks the same candidates and agrees at each step, so all take
+// the same backend (or all fail alike) even where their nodes differ.
 ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt) {
   if (name != "auto") {
-    ChosenBackend c{make_backend(name), ""};  // unknown or unavailable: UsageError
+    ChosenBackend c;
+    if (const Support s = agreed(rt, try_make(name, c.backend)); !s.ok) throw UsageError(s.reason);
     if (const Support s = agreed(rt, f.fits(*c.backend, rt)); !s.ok) throw UsageError(s.reason);
     return c;
   }
   std::string passed, last;
-  for (const auto& p : probe_backends()) {
-    if (!p.available) continue;
+  for (const auto& p : probe_backends()) {  // the same list, in the same order, on every rank
+    // Skipped by all when no rank has it; considered by all when any has.
+    const bool anywhere =
+        rt ? !rt->agree(p.available ? std::string("available") : std::string()).empty()
+           : p.available;
+    if (!anywhere) continue;
     ChosenBackend c;
-    Support s;
-    try {
-      c.backend = make_backend(p.name);
-    } catch (const std::exception& e) {
-      s = Support::no(e.what());
-    }
+    Support s = p.available ? try_make(p.name, c.backend) : Support::no(p.reason);
     if (s.ok) s = some_case_runs(f, *c.backend);
     s = agreed(rt, s);
     if (s.ok) s = agreed(rt, f.fits(*c.backend, rt));

@@ -92,6 +92,7 @@ class FakeStreamComm final : public Communicator {
     return std::make_unique<Marks>(*this, n);
   }
   // Graphs: what is queued while capturing waits in the graph until replay.
+  bool can_capture() const override { return true; }
   bool begin_capture() override {
     log += 'G';
     captured_from_ = pending_.size();

@@ -110,6 +110,10 @@ TEST(Placement, OneDevicePerRankOnTheRanksOfThisHost) {
   EXPECT_NE(one.reason.find("share GPU 0; use fewer ranks or --backend host"), std::string::npos);
   EXPECT_TRUE(one_device_per_rank(rt, rt.size(), "NCCL", "GPU").ok);
   EXPECT_FALSE(one_device_per_rank(rt, 0, "HCCL", "NPU").ok);
+  // One device each (per-rank visibility): index 0 everywhere, distinct devices.
+  EXPECT_TRUE(one_device_per_rank(rt, 1, "NCCL", "GPU", [&](int) {
+                return "gpu-of-rank-" + std::to_string(rt.rank());
+              }).ok);
 }
 
 }  // namespace xb

@@ -42,14 +42,5 @@ TEST(Backends, AnUnavailableBackendIsAUsageErrorWithItsReason) {
   }
 }
 
-TEST(Backends, PeerCapabilityIgnoresTheDiagonal) {
-  const Support y = Support::yes(), n = Support::no("no path");
-  const std::vector<Support> none{y, n, n, y};  // each device reaches only itself
-  const std::vector<Support> one{y, y, n, y};   // 0 -> 1
-  EXPECT_FALSE(any_peer_pair(none, 2));
-  EXPECT_TRUE(any_peer_pair(one, 2));
-  EXPECT_FALSE(any_peer_pair(std::vector<Support>{y}, 1));
-}
-
 }  // namespace
 }  // namespace xb

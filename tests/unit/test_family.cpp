@@ -87,6 +87,10 @@ TEST(Placement, DeviceClashOnFakeNodeLayouts) {
   // Three ranks on a two-GPU node: local rank 2 wraps onto GPU 0.
   EXPECT_EQ(device_clash({{0, "a", 0}, {1, "a", 1}, {2, "a", 0}}, "GPU"),
             "ranks 0 and 2 on host a share GPU 0");
+  // Ranks given one GPU each (CUDA_VISIBLE_DEVICES) see index 0 but not the same GPU.
+  EXPECT_EQ(device_clash({{0, "a", 0, "0000:1a:00.0"}, {1, "a", 0, "0000:3b:00.0"}}, "GPU"), "");
+  EXPECT_EQ(device_clash({{0, "a", 0, "0000:1a:00.0"}, {1, "a", 0, "0000:1a:00.0"}}, "GPU"),
+            "ranks 0 and 1 on host a share GPU 0 (0000:1a:00.0)");
   // The same device index on two hosts is two devices.
   EXPECT_EQ(device_clash({{0, "a", 0}, {1, "b", 0}}, "NPU"), "");
   EXPECT_EQ(device_clash({{0, "a", 0}, {1, "b", 0}, {2, "b", 0}}, "NPU"),

@@ -39,7 +39,6 @@ TEST(HostBackend, DevicesAreNumaNodesOrTheRequestedCount) {
   auto three = make_backend("host");
   ASSERT_EQ(three->devices().size(), 3u);
   EXPECT_EQ(three->devices()[2].id, 2);
-  EXPECT_TRUE(three->capabilities().peer_access);
   EXPECT_TRUE(three->peer_access(0, 2).ok);
   EXPECT_FALSE(three->peer_access(1, 1).ok);
   EXPECT_FALSE(three->peer_access(0, 9).ok);

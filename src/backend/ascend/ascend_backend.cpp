@@ -149,7 +149,6 @@ class AscendBackend final : public Backend {
     Capabilities c;
     c.backend = name();
     c.devices = static_cast<int>(devices_.size());
-    c.peer_access = any_peer_pair(peer_, devices_.size());
     return c;
   }
   Support method_support(Method m) const override {
@@ -221,7 +220,10 @@ class AscendBackend final : public Backend {
     return make_hccl_communicator(rt, *this);
   }
   Support communicator_fits(Runtime& rt) override {
-    return one_device_per_rank(rt, static_cast<int>(devices().size()), "HCCL", "NPU");
+    // The name says "(physical N)" under ASCEND_RT_VISIBLE_DEVICES.
+    return one_device_per_rank(
+        rt, static_cast<int>(devices().size()), "HCCL", "NPU",
+        [this](int d) { return devices()[static_cast<std::size_t>(d)].name; });
   }
 
  private:

@@ -173,7 +173,6 @@ Capabilities CudaBackend::capabilities() const {
   c.backend = name();
   c.devices = static_cast<int>(devices_.size());
   c.device_ipc = true;
-  c.peer_access = any_peer_pair(peer_, devices_.size());  // the diagonal does not count
   return c;
 }
 

@@ -162,6 +162,11 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
     return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
   }
+  bool can_capture() const override { return true; }
+  void abort_capture() noexcept override {
+    cudaGraph_t g = nullptr;
+    if (cudaStreamEndCapture(stream_, &g) == cudaSuccess && g) (void)cudaGraphDestroy(g);
+  }
   bool begin_capture() override {
     drop_graph();  // the previous graph has run: synchronize() came after its launch
     XB_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
@@ -169,7 +174,7 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   }
   void end_capture_and_replay() override {
     XB_CUDA(cudaStreamEndCapture(stream_, &graph_));
-    XB_CUDA(cudaGraphInstantiate(&exec_, graph_, 0));
+    XB_CUDA(cudaGraphInstantiateWithFlags(&exec_, graph_, 0));
     XB_CUDA(cudaGraphLaunch(exec_, stream_));
   }
 
@@ -206,7 +211,8 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
 }  // namespace
 
 Support CudaBackend::communicator_fits(Runtime& rt) {
-  return one_device_per_rank(rt, static_cast<int>(devices().size()), "NCCL", "GPU");
+  return one_device_per_rank(rt, static_cast<int>(devices().size()), "NCCL", "GPU",
+                             [this](int d) { return gpu(d).pci; });
 }
 
 std::unique_ptr<Communicator> CudaBackend::communicator(Runtime& rt) {

@@ -114,7 +114,6 @@ Capabilities HostBackend::capabilities() const {
   Capabilities c;
   c.backend = name();
   c.devices = static_cast<int>(devices_.size());
-  c.peer_access = devices_.size() >= 2;
   return c;
 }
 

@@ -181,10 +181,15 @@ std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
                                    const std::function<void()>& call, int iters, bool graph) {
   if (graph && !comm.begin_capture())
     throw UsageError(fmt::format("--graph: {} cannot capture collectives in a graph", comm.name()));
-  marks.mark(0);
-  for (int i = 0; i < iters; ++i) {
-    call();
-    marks.mark(i + 1);
+  try {
+    marks.mark(0);
+    for (int i = 0; i < iters; ++i) {
+      call();
+      marks.mark(i + 1);
+    }
+  } catch (...) {
+    if (graph) comm.abort_capture();  // never leave the stream capturing
+    throw;
   }
   if (graph) comm.end_capture_and_replay();
   comm.synchronize();
@@ -212,10 +217,10 @@ const char* to_string(TimeAgg a) {
 }
 
 void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
-  if (cfg.graph && comm && !comm->stream_marks(1))
-    throw UsageError(fmt::format(
-        "--graph captures collectives on a device stream in a CUDA graph: {} runs on the host",
-        comm->name()));
+  if (cfg.graph && comm && !comm->can_capture())
+    throw UsageError(
+        fmt::format("--graph captures collectives on a device stream in a CUDA graph: {} {}",
+                    comm->name(), comm->stream_marks(1) ? "has no graphs" : "runs on the host"));
   if (cfg.root < 0 || cfg.root >= nranks)
     throw UsageError(fmt::format("-r {} out of range: {} rank{} (0..{})", cfg.root, nranks,
                                  nranks == 1 ? "" : "s", nranks - 1));

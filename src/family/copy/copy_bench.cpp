@@ -16,11 +16,7 @@ constexpr Bytes kStage = 8ULL << 20;  // host staging for fill and verify
 
 void register_case(Registry& r, const char* key, const char* what, int min_devices) {
   r.add({key, "copy", what, [min_devices](const Capabilities& c) {
-           if (c.devices >= min_devices && (min_devices < 2 || c.peer_access))
-             return Support::yes();
-           if (c.devices >= min_devices)
-             return Support::no(
-                 fmt::format("no pair of the {} backend's devices has peer access", c.backend));
+           if (c.devices >= min_devices) return Support::yes();
            return Support::no(fmt::format(
                "needs at least {} devices, the {} backend has {}{}", min_devices, c.backend,
                c.devices,

@@ -93,7 +93,7 @@ std::string matrix(const std::string& title, const std::string& kase, bool symme
 std::string p2p_tables(const std::vector<const Record*>& recs) {
   std::string out;
   // A p2p run on a machine with one device is a single waived record.
-  if (recs.size() <= 2 && recs.front()->src < 0) {
+  if (std::all_of(recs.begin(), recs.end(), [](const Record* r) { return r->src < 0; })) {
     for (const Record* r : recs)
       out += fmt::format("\nPeer to Peer Test (p2p) · method {}: {}: {}\n", method_label(*r),
                          to_string(r->status), r->reason);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
@@ -120,7 +121,13 @@ Examples:
     cfg_.check = !run_.no_check;
     const RunOptions opts = host_only(run_, "gemm-ar");
     Ranked r = start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) {
-      const auto [compute, comm] = default_workers(online_cores(), rt.size());
+      auto [compute, comm] = default_workers(online_cores(), rt.size());
+      try {  // defaults never ask for more workers than the shape has tiles
+        const Tiling t = make_tiling(cfg_.shape, rt.size(), 1, 1);
+        compute = static_cast<int>(std::min<std::int64_t>(compute, t.tiles));
+        comm = static_cast<int>(std::min<std::int64_t>(comm, t.tiles * t.subtiles));
+      } catch (const UsageError&) {  // a bad shape: validate_gemm_ar says so on every rank
+      }
       cfg_.compute_workers = compute_workers_ > 0 ? compute_workers_ : compute;
       cfg_.comm_workers = comm_workers_ > 0 ? comm_workers_ : comm;
       validate_gemm_ar(rt, cfg_);

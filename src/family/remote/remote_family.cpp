@@ -31,7 +31,9 @@ class RemoteFamily final : public Family {
  public:
   RemoteFamily() {
     schema_.add(remote_field::cycles, FieldRole::metric, "device counter cycles per transfer")
-        .add(remote_field::transport, FieldRole::key, "shm, rma (host windows) or ipc");
+        .add(remote_field::transport, FieldRole::key, "shm, rma (host windows) or ipc")
+        .add(remote_field::threads, FieldRole::key,
+             "dma workers (host) or core blocks (cuda) of a --threads list run");
   }
   std::string name() const override { return "remote"; }
   std::string summary() const override {
