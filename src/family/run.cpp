@@ -16,7 +16,7 @@
 namespace xb {
 
 void add_output_options(CLI::App& app, RunOptions& opts) {
-  app.add_option("--backend", opts.backend, "host, cuda, ascend or auto (first available)")
+  app.add_option("--backend", opts.backend, "host, cuda, ascend, or auto: the first available that can run the command as asked")
       ->default_str("auto");
   app.add_option("--format", opts.format, "table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}))
