@@ -60,6 +60,9 @@ class Communicator {
   virtual void sendrecv(const void* send, void* recv, std::size_t count, DType t) = 0;
   // Waits until this rank's issued collectives are complete (device streams).
   virtual void synchronize() = 0;
+  // Whether the library runs its calls on a device stream (then it has
+  // stream_marks); MPI completes each call on the calling thread.
+  virtual bool on_stream() const { return false; }
   // `count` marks on the library's stream, made now (outside timing); null
   // for libraries that complete each call on the calling thread (MPI).
   virtual std::unique_ptr<StreamMarks> stream_marks(int /*count*/) { return nullptr; }

@@ -16,7 +16,9 @@
 namespace xb {
 
 void add_output_options(CLI::App& app, RunOptions& opts) {
-  app.add_option("--backend", opts.backend, "host, cuda, ascend, or auto: the first available that can run the command as asked")
+  app.add_option(
+         "--backend", opts.backend,
+         "host, cuda, ascend, or auto: the first available that can run the command as asked")
       ->default_str("auto");
   app.add_option("--format", opts.format, "table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}))
@@ -122,12 +124,6 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-std::string join_sizes(const std::vector<Bytes>& sizes) {
-  std::string s;
-  for (Bytes b : sizes) s += (s.empty() ? "" : ",") + std::to_string(b);
-  return s;
-}
-
 ThreadCounts parse_thread_counts(const std::string& text, int max) {
   ThreadCounts c;
   if (text == "sweep") {
@@ -167,6 +163,20 @@ std::vector<int> thread_sweep(int cores, const std::string& backend) {
   std::vector<int> out;
   for (int t = 1; t <= cores; t *= 2) out.push_back(t);
   return out;
+}
+
+void apply_thread_counts(const ThreadCounts& t, const Backend& b, CopierOptions& copier,
+                         std::vector<int>& runs) {
+  std::vector<int> values = t.values;
+  if (t.sweep) {
+    int cores = 0;
+    for (const auto& d : b.devices()) cores = std::max(cores, d.cores);
+    values = thread_sweep(cores, b.name());
+  }
+  if (t.list())
+    runs = values;
+  else if (!values.empty())
+    copier.threads = values.front();
 }
 
 Bytes parse_tile(const std::string& text) {

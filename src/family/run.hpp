@@ -94,7 +94,13 @@ void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min
 std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
                             double default_factor);
 std::vector<std::string> split_list(const std::string& s);
-std::string join_sizes(const std::vector<Bytes>& sizes);  // "4096,65536"
+// "4096,65536": sizes, counts, any integers.
+template <class T>
+std::string join_numbers(const std::vector<T>& values) {
+  std::string s;
+  for (const T& v : values) s += (s.empty() ? "" : ",") + std::to_string(v);
+  return s;
+}
 // --threads: one count, a comma list ("1,2,4"), or "sweep" (powers of two
 // up to the device's cores, resolved once the backend is known). Throws
 // UsageError for an empty item, a non-number, or a count outside 1..max.
@@ -106,6 +112,11 @@ struct ThreadCounts {
 ThreadCounts parse_thread_counts(const std::string& text, int max);
 // 1, 2, 4, ... up to `cores`; UsageError when the backend does not know its cores.
 std::vector<int> thread_sweep(int cores, const std::string& backend);
+// Once the backend is known: one count sets `copier.threads`; a list, or a
+// sweep up to the most cores of its devices, goes to `runs` (one run each,
+// records with a threads field).
+void apply_thread_counts(const ThreadCounts& t, const Backend& b, CopierOptions& copier,
+                         std::vector<int>& runs);
 
 // --tile: a size, or 0 (direct copies, no staging tile, on GPU backends).
 Bytes parse_tile(const std::string& text);

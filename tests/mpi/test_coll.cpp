@@ -25,6 +25,20 @@ CollConfig tiny() {
   return c;
 }
 
+// One collective, one dtype (sum), one size, out of place.
+CollConfig one_case(CollOp op, DType t, int iters, int warmup) {
+  CollConfig c = tiny();
+  c.ops = {op};
+  c.dtypes = {t};
+  c.redops = {RedOp::sum};
+  c.sizes = {c.sizes[0]};
+  c.outofplace = true;
+  c.inplace = false;
+  c.iters = iters;
+  c.warmup = warmup;
+  return c;
+}
+
 // A stream library faked on top of MPI: calls are queued and run, in order,
 // at synchronize(); each takes exactly kCallUs of "device time", and marks
 // read that clock. The harness must time by the marks (per-iteration times
@@ -39,6 +53,7 @@ class FakeStreamComm final : public Communicator {
   int size() const override { return mpi_->size(); }
   MemKind buffer_kind() const override { return MemKind::pinned; }
   int device() const override { return -1; }
+  bool on_stream() const override { return true; }
   std::size_t inplace_result_offset(CollOp op, std::size_t n) const override {
     return mpi_->inplace_result_offset(op, n);
   }
@@ -198,15 +213,7 @@ TEST(Coll, StreamLibrariesAreTimedByMarksWithOneSynchronize) {
   Runtime& rt = test_runtime();
   auto backend = make_backend("host");
   FakeStreamComm comm(rt);
-  CollConfig cfg = tiny();
-  cfg.ops = {CollOp::allreduce};
-  cfg.dtypes = {DType::float32};
-  cfg.redops = {RedOp::sum};
-  cfg.sizes = {cfg.sizes[0]};
-  cfg.outofplace = true;
-  cfg.inplace = false;
-  cfg.iters = 5;
-  cfg.warmup = 2;
+  const CollConfig cfg = one_case(CollOp::allreduce, DType::float32, 5, 2);
   const CollResult res = run_coll(rt, comm, *backend, cfg);
   ASSERT_EQ(res.records.size(), 1u);
   const Record& r = res.records[0];
@@ -233,14 +240,7 @@ TEST(Coll, GraphCaptureQueuesTheTimedIterationsThenReplaysThem) {
   Runtime& rt = test_runtime();
   auto backend = make_backend("host");
   FakeStreamComm comm(rt);
-  CollConfig cfg = tiny();
-  cfg.ops = {CollOp::allgather};
-  cfg.dtypes = {DType::int32};
-  cfg.sizes = {cfg.sizes[0]};
-  cfg.outofplace = true;
-  cfg.inplace = false;
-  cfg.iters = 3;
-  cfg.warmup = 1;
+  CollConfig cfg = one_case(CollOp::allgather, DType::int32, 3, 1);
   cfg.graph = true;
   validate_coll(rt.size(), cfg, &comm);
   const CollResult res = run_coll(rt, comm, *backend, cfg);

@@ -55,6 +55,7 @@ class DeviceCommunicator : public Communicator {
   int size() const override { return size_; }
   MemKind buffer_kind() const override { return MemKind::device; }
   int device() const override { return device_; }
+  bool on_stream() const override { return true; }
   std::size_t inplace_result_offset(CollOp op, std::size_t recv_count) const override {
     return op == CollOp::reducescatter ? static_cast<std::size_t>(rank_) * recv_count : 0;
   }

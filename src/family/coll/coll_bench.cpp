@@ -88,7 +88,7 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
 // with iteration i of another would charge back-to-back collectives for the
 // skew between ranks; nccl-tests likewise aggregates per-rank averages.
 Stats time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollConfig& cfg) {
-  auto marks = comm.stream_marks(cfg.iters + 1);  // made outside timing
+  auto marks = comm.on_stream() ? comm.stream_marks(cfg.iters + 1) : nullptr;  // outside timing
   rt.barrier();
   for (int i = 0; i < cfg.warmup; ++i) call();
   comm.synchronize();
@@ -199,9 +199,9 @@ std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
   return us;
 }
 
-std::string timed_by(Communicator& comm) {
-  return comm.stream_marks(1) ? "device events between calls queued back to back on the stream"
-                              : "host clock around each call and its completion";
+std::string timed_by(const Communicator& comm) {
+  return comm.on_stream() ? "device events between calls queued back to back on the stream"
+                          : "host clock around each call and its completion";
 }
 
 void register_coll(Registry& r) {
@@ -220,7 +220,7 @@ void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
   if (cfg.graph && comm && !comm->can_capture())
     throw UsageError(
         fmt::format("--graph captures collectives on a device stream in a CUDA graph: {} {}",
-                    comm->name(), comm->stream_marks(1) ? "has no graphs" : "runs on the host"));
+                    comm->name(), comm->on_stream() ? "has no graphs" : "runs on the host"));
   if (cfg.root < 0 || cfg.root >= nranks)
     throw UsageError(fmt::format("-r {} out of range: {} rank{} (0..{})", cfg.root, nranks,
                                  nranks == 1 ? "" : "s", nranks - 1));

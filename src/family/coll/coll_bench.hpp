@@ -60,7 +60,7 @@ std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
                                    const std::function<void()>& call, int iters,
                                    bool graph = false);
 // Which clock times `comm`'s collectives, in words (the table says it).
-std::string timed_by(Communicator& comm);
+std::string timed_by(const Communicator& comm);
 
 // Declares coll.<collective> for `list`.
 void register_coll(Registry& registry);

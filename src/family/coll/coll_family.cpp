@@ -140,7 +140,7 @@ Examples:
     return {{"collective", collective_},
             {"dtypes", dtypes_},
             {"redops", redops_},
-            {"sizes", join_sizes(cfg_.sizes)},
+            {"sizes", join_numbers(cfg_.sizes)},
             {"iters", std::int64_t{cfg_.iters}},
             {"warmup", std::int64_t{cfg_.warmup}},
             {"check", cfg_.check},

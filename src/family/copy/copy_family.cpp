@@ -123,14 +123,14 @@ Examples:
     finish_config();
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& backend = *chosen.backend;
-    resolve_threads(backend);
+    apply_thread_counts(threads_, backend, cfg_.copier, cfg_.thread_counts);
     validate_copy(backend, cfg_);
     Output out(run_);
     Registry registry;
     register_copy(registry);
     Report report{"copy", env_of(backend), params(), {}, {}};
     if (!cfg_.thread_counts.empty())
-      report.params.emplace_back("thread_counts", join_counts(cfg_.thread_counts));
+      report.params.emplace_back("thread_counts", join_numbers(cfg_.thread_counts));
     report.env.backend_note = chosen.note;
     report.results = run_copy(backend, registry, cfg_, progress_for(run_));
     return report_once(*this, std::move(report), run_, out);
@@ -158,18 +158,6 @@ Examples:
     cfg_.check = !run_.no_check;
   }
 
-  // One count sets the copier; a list or a sweep runs each (copy_field::threads).
-  void resolve_threads(const Backend& backend) {
-    std::vector<int> values = threads_.values;
-    if (threads_.sweep) {
-      int cores = 0;
-      for (const auto& d : backend.devices()) cores = std::max(cores, d.cores);
-      values = thread_sweep(cores, backend.name());
-    }
-    if (values.size() == 1 && !threads_.list()) cfg_.copier.threads = values.front();
-    if (threads_.list()) cfg_.thread_counts = values;
-  }
-
   Params params() const {
     std::string types, methods;
     for (CopyCase c : cfg_.cases) types += (types.empty() ? "" : ",") + std::string(to_string(c));
@@ -180,8 +168,8 @@ Examples:
             {"src", std::int64_t{cfg_.src.value_or(-1)}},
             {"dst", std::int64_t{cfg_.dst.value_or(-1)}},
             {"bidir", cfg_.bidir},
-            {"sizes", join_sizes(cfg_.sizes)},
-            {"p2p_sizes", join_sizes(cfg_.p2p_sizes)},
+            {"sizes", join_numbers(cfg_.sizes)},
+            {"p2p_sizes", join_numbers(cfg_.p2p_sizes)},
             {"warmup", std::int64_t{cfg_.warmup}},
             {"iters", std::int64_t{cfg_.iters}},
             {"p2p_iters", std::int64_t{cfg_.p2p_iters}},
@@ -189,12 +177,6 @@ Examples:
             {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
             {"host_mem", std::string(cfg_.host_mem == MemKind::pageable ? "pageable" : "pinned")},
             {"check", cfg_.check}};
-  }
-
-  static std::string join_counts(const std::vector<int>& v) {
-    std::string s;
-    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-    return s;
   }
 
   CopyConfig cfg_;

@@ -105,7 +105,7 @@ Examples:
     if (run_.warmup >= 0) cfg_.warmup = run_.warmup;
     cfg_.check = !run_.no_check;
     Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& b) {
-      resolve_threads(b);
+      apply_thread_counts(threads_, b, cfg_.copier, cfg_.thread_counts);
       validate_remote(rt, cfg_);
     });
     RemoteResult res = run_remote(*r.rt, *r.backend, cfg_);
@@ -114,23 +114,13 @@ Examples:
   }
 
  private:
-  // One count sets the copier; a list runs each (remote_field::threads). A
-  // sweep goes up to the cores of the device the windows live on (the first).
-  void resolve_threads(const Backend& b) {
-    std::vector<int> values = threads_.values;
-    if (threads_.sweep)
-      values = thread_sweep(b.devices().empty() ? 0 : b.devices().front().cores, b.name());
-    if (values.size() == 1 && !threads_.list()) cfg_.copier.threads = values.front();
-    if (threads_.list()) cfg_.thread_counts = values;
-  }
-
   Params params() const {
     std::string ops, method;
     for (RemoteOp op : cfg_.ops) ops += (ops.empty() ? "" : ",") + std::string(to_string(op));
     method = cfg_.methods.size() == 2 ? "both" : to_string(cfg_.methods.front());
     return {{"op", ops},
             {"method", method},
-            {"sizes", join_sizes(cfg_.sizes)},
+            {"sizes", join_numbers(cfg_.sizes)},
             {"iters", std::int64_t{cfg_.iters.value_or(0)}},
             {"warmup", std::int64_t{cfg_.warmup.value_or(-1)}},
             {"transport", std::string(cfg_.transport ? to_string(*cfg_.transport) : "auto")},
