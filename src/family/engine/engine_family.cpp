@@ -233,39 +233,33 @@ class EngineFamily final : public Family {
   std::string table_note(const Report&) const override { return engine_note(); }
   std::string tables(const Report& r) const override { return engine_tables(r); }
 
-  void add_options(CLI::App& app_) override {
-    CLI::App* app = &app_;
-    app->require_subcommand(1);
-    auto& serve_args = serve_;
-    auto& client_args = client_;
-    auto& self_args = self_;
-    CLI::App* serve = app->add_subcommand("serve", "export a registered region to clients");
-    serve->add_option("--listen", serve_args.listen, "HOST:PORT (loopback unless told otherwise)")
+  void add_options(CLI::App& app) override {
+    app.require_subcommand(1);
+    serve_app_ = app.add_subcommand("serve", "export a registered region to clients");
+    serve_app_->add_option("--listen", serve_.listen, "HOST:PORT (loopback unless told otherwise)")
         ->default_str("127.0.0.1:20000");
-    serve->add_option("--size", serve_args.size, "region size, split into one slot per client")
+    serve_app_->add_option("--size", serve_.size, "region size, split into one slot per client")
         ->default_str("1G");
-    serve->add_option("--clients", serve_args.clients, "clients to serve before exiting")
+    serve_app_->add_option("--clients", serve_.clients, "clients to serve before exiting")
         ->check(CLI::Range(1, 4096))
         ->default_str("1");
-    serve->add_option("--token-file", serve_args.token_file,
-                      "shared token; created if missing (or XFERBENCH_TOKEN)");
-    serve->add_option("--accept-wait", serve_args.accept_wait, "seconds to wait for all clients")
+    serve_app_->add_option("--token-file", serve_.token_file,
+                           "shared token; created if missing (or XFERBENCH_TOKEN)");
+    serve_app_->add_option("--accept-wait", serve_.accept_wait, "seconds to wait for all clients")
         ->default_str("60");
-    CLI::App* client =
-        app->add_subcommand("client", "read/write the server's region and report throughput");
-    add_client_options(*client, client_args, true);
-    CLI::App* self = app->add_subcommand("selftest", "server and client in one process (loopback)");
-    self_args.total = "16M";
-    self_args.ops = "read,write";
-    self_args.steps = 5;
-    self_args.loops = 3;
-    add_client_options(*self, self_args, false);
-    app->footer(R"(Examples:
+    client_app_ =
+        app.add_subcommand("client", "read/write the server's region and report throughput");
+    add_client_options(*client_app_, client_, true);
+    CLI::App* self = app.add_subcommand("selftest", "server and client in one process (loopback)");
+    self_.total = "16M";
+    self_.ops = "read,write";
+    self_.steps = 5;
+    self_.loops = 3;
+    add_client_options(*self, self_, false);
+    app.footer(R"(Examples:
   xferbench engine serve --listen 127.0.0.1:20000 --size 1G --clients 2 --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
   xferbench engine selftest)");
-    serve_app_ = serve;
-    client_app_ = client;
   }
 
   int run(const Invocation&) override {
