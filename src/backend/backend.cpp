@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "coll/fused.hpp"
 #include "core/error.hpp"
 
 namespace xb {
@@ -40,6 +41,16 @@ std::unique_ptr<Buffer> Backend::import_buffer(const std::string&, int, Bytes) {
 Support Backend::copier_fits(Method, const CopierOptions&) const { return Support::yes(); }
 
 Support Backend::communicator_fits(Runtime&) { return Support::yes(); }
+
+Support Backend::fused_fits(Runtime&, const FusedConfig&) {
+  return Support::no(fmt::format(
+      "gemm-ar has no fused device operator on the {} backend in this version", name()));
+}
+
+std::unique_ptr<FusedGemmAllReduce> Backend::fused_gemm_allreduce(Runtime& rt,
+                                                                  const FusedConfig& cfg) {
+  throw NotSupported(fused_fits(rt, cfg).reason);
+}
 
 std::unique_ptr<Communicator> Backend::communicator(Runtime&) {
   throw UsageError(fmt::format("the {} backend has no collective library in this build", name()));

@@ -14,7 +14,9 @@
 
 namespace xb {
 
-class Communicator;  // coll/communicator.hpp
+class Communicator;        // coll/communicator.hpp
+class FusedGemmAllReduce;  // coll/fused.hpp
+struct FusedConfig;        // coll/fused.hpp
 class Runtime;       // runtime/runtime.hpp
 
 enum class Method { dma, core };
@@ -140,6 +142,14 @@ class Backend {
   // Collective, the same verdict on every rank: whether communicator(rt)
   // can be made for these ranks (NCCL and HCCL: one device per rank).
   virtual Support communicator_fits(Runtime& rt);
+
+  // gemm-ar's fused GEMM + AllReduce on this backend's devices (seed 002).
+  // fused_fits is local (no communication): whether this rank can run
+  // `cfg` (SMs, dtypes, memory); the caller agrees on it across ranks before
+  // the collective fused_gemm_allreduce. Backends without it answer no.
+  virtual Support fused_fits(Runtime& rt, const FusedConfig& cfg);
+  virtual std::unique_ptr<FusedGemmAllReduce> fused_gemm_allreduce(Runtime& rt,
+                                                                   const FusedConfig& cfg);
 };
 
 // Argument checks and conventions shared by every backend's copiers.

@@ -2,6 +2,7 @@
 # GPU CLI checks (CTest label `gpu`): exit 77 (skipped) with the reason where
 # no GPU is usable, else run the command and expect a pattern.
 # usage: gpu_cli.sh XFERBENCH PATTERN [mpiexec -n N|-] ARGS...
+# XB_EXPECT_RC (default 0): the exit code expected.
 xb=$1 pattern=$2 np=$3
 shift 3
 why=$("$xb" list --format json | /usr/bin/python3 -c '
@@ -26,5 +27,6 @@ else
 fi
 rc=$?
 echo "$out"
-[ $rc -eq 0 ] || { echo "FAIL: exit code $rc"; exit 1; }
+want=${XB_EXPECT_RC:-0}
+[ $rc -eq "$want" ] || { echo "FAIL: exit code $rc, expected $want"; exit 1; }
 echo "$out" | grep -Eq -- "$pattern" || { echo "FAIL: no line matches '$pattern'"; exit 1; }

@@ -38,14 +38,14 @@ TEST(GemmAr, VerifiesOnEveryRankAndReportsEveryMetric) {
   validate_gemm_ar(rt, cfg);
   const GemmArResult res = run_gemm_ar(rt, cfg);
   ASSERT_EQ(res.records.size(),
-            6u);  // compute, comm, mpi_allreduce, sequential, pipelined, gemm_ar
+            6u);  // compute, comm, library_allreduce, sequential, pipelined, gemm_ar
   const Record& sum = res.records.back();
   EXPECT_EQ(sum.kase, "gemm_ar");
   EXPECT_EQ(sum.status, Status::ok) << sum.reason;
   EXPECT_EQ(sum.verified, std::optional<bool>(true));
   EXPECT_EQ(field(sum, "wrong"), 0);
   for (const char* k :
-       {"compute_us", "comm_us", "mpi_allreduce_us", "sequential_us", "pipelined_us",
+       {"compute_us", "comm_us", "library_allreduce_us", "sequential_us", "pipelined_us",
         "compute_done_us", "speedup", "time_saved_us", "overlap_eff", "ideal_us", "ideal_ratio",
         "gflops", "comm_gbps", "max_err", "window_bytes"})
     EXPECT_NE(field(sum, k), -1) << k;

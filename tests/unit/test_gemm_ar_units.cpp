@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/gemm_ar/sync.hpp"
-#include "family/gemm_ar/tiling.hpp"
+#include "coll/gemm_tiling.hpp"
 
 namespace xb {
 

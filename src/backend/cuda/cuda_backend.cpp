@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_internal.hpp"
+#include "coll/fused.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 
@@ -260,6 +261,16 @@ std::unique_ptr<Copier> CudaBackend::copier(Method m, const CopierOptions& opts)
 
 Support CudaBackend::copier_fits(Method m, const CopierOptions& opts) const {
   return cuda::copier_fits(*this, m, opts);
+}
+
+Support CudaBackend::fused_fits(Runtime& rt, const FusedConfig& cfg) {
+  return cuda::fused_fits(*this, rt, cfg);
+}
+
+std::unique_ptr<FusedGemmAllReduce> CudaBackend::fused_gemm_allreduce(Runtime& rt,
+                                                                      const FusedConfig& cfg) {
+  if (const Support s = fused_fits(rt, cfg); !s.ok) throw UsageError(s.reason);
+  return make_fused(*this, rt, cfg);
 }
 
 std::string CudaBackend::export_buffer(const Buffer& buf) {

@@ -93,6 +93,11 @@ class CudaBackend final : public Backend {
   // NCCL over the runtime's ranks, one GPU per rank (the host-local rank
   // modulo the visible GPUs); the unique id is broadcast through the runtime.
   std::unique_ptr<Communicator> communicator(Runtime& rt) override;
+  // gemm-ar's fused operator (cuda_fused.cpp): one GPU per local rank
+  // (modulo the GPUs), several ranks on one GPU allowed.
+  Support fused_fits(Runtime& rt, const FusedConfig& cfg) override;
+  std::unique_ptr<FusedGemmAllReduce> fused_gemm_allreduce(Runtime& rt,
+                                                           const FusedConfig& cfg) override;
 
   const GpuInfo& gpu(int device) const;
   // Enables src's access to dst's memory once (a no-op for src == dst).
@@ -109,6 +114,9 @@ class CudaBackend final : public Backend {
 };
 
 std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts);
+Support fused_fits(CudaBackend& backend, Runtime& rt, const FusedConfig& cfg);
+std::unique_ptr<FusedGemmAllReduce> make_fused(CudaBackend& backend, Runtime& rt,
+                                               const FusedConfig& cfg);
 // Whether make_copier would take these options (the --tile limits of every GPU).
 Support copier_fits(const CudaBackend& backend, Method m, const CopierOptions& opts);
 

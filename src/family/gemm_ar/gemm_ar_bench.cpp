@@ -12,16 +12,12 @@
 #include "core/timer.hpp"
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/gemm_ar_op.hpp"
+#include "family/gemm_ar/gemm_ar_phases.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace xb {
 namespace {
-
-// Kept samples (after warm-up) of each phase, in microseconds, max over ranks.
-struct Phases {
-  std::vector<double> compute, comm, sequential, pipelined, compute_done, mpi;
-};
 
 // Collective: f() between a barrier and the max over ranks of its time.
 double timed(Runtime& rt, const std::function<void()>& f) {
@@ -48,13 +44,11 @@ void measure_apart(Runtime& rt, GemmArOperator& op, Communicator& comm, std::vec
     crew.join();
     op.wait_output();
   });
-  const double mp = timed(rt, [&] {
-    comm.allreduce(op.C().data(), mpi_out.data(), op.C().size(), DType::float32, RedOp::sum);
-  });
+  const double mp = time_library_allreduce(rt, comm, op.C().data(), mpi_out.data(), op.C().size());
   if (keep) {
     ph.compute.push_back(c);
     ph.comm.push_back(m);
-    ph.mpi.push_back(mp);
+    ph.library.push_back(mp);
   }
 }
 
@@ -92,34 +86,11 @@ void measure_pipelined(Runtime& rt, GemmArOperator& op, bool keep, Phases& ph) {
   }
 }
 
-// Collective: warm-up then timed iterations of the phases cfg.mode asks for.
-Phases measure(Runtime& rt, const GemmArConfig& cfg, GemmArOperator& op, Communicator& comm,
-               std::vector<float>& mpi_out) {
-  Phases ph;
-  const bool all = cfg.mode == GemmArMode::all;
-  const bool seq = all || cfg.mode == GemmArMode::sequential;
-  const bool pipe = all || cfg.mode == GemmArMode::pipelined;
-  // The phases interleaved within each iteration, in alternating order, so
-  // drift over the run (clocks, caches, neighbours) hits them alike.
-  for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
-    const bool keep = it >= cfg.warmup;
-    if (it % 2 == 0) {
-      if (all) measure_apart(rt, op, comm, mpi_out, keep, ph);
-      if (seq) measure_sequential(rt, op, keep, ph);
-      if (pipe) measure_pipelined(rt, op, keep, ph);
-    } else {
-      if (pipe) measure_pipelined(rt, op, keep, ph);
-      if (seq) measure_sequential(rt, op, keep, ph);
-      if (all) measure_apart(rt, op, comm, mpi_out, keep, ph);
-    }
-  }
-  return ph;
-}
-
-Record mode_record(const char* kase, const std::vector<double>& us, Bytes bytes) {
+Record mode_record(const char* kase, const std::string& method, const std::vector<double>& us,
+                   Bytes bytes) {
   Record r;
   r.kase = kase;
-  r.method = "host";
+  r.method = method;
   r.bytes = bytes;
   r.set_samples(us);
   return r;
@@ -127,31 +98,18 @@ Record mode_record(const char* kase, const std::vector<double>& us, Bytes bytes)
 
 double median(std::vector<double> v) { return compute_stats(v).median; }
 
-// One record per phase measured, in the order compute, comm, mpi_allreduce,
-// sequential, pipelined.
-void add_phase_records(std::vector<Record>& out, const Phases& ph, Bytes bytes) {
-  if (!ph.compute.empty()) {
-    out.push_back(mode_record("compute", ph.compute, 0));
-    out.push_back(mode_record("comm", ph.comm, bytes));
-    out.push_back(mode_record("mpi_allreduce", ph.mpi, bytes));
-  }
-  if (!ph.sequential.empty()) out.push_back(mode_record("sequential", ph.sequential, bytes));
-  if (!ph.pipelined.empty()) out.push_back(mode_record("pipelined", ph.pipelined, bytes));
-}
-
 // Mode `all` only: medians of the phases and what overlap gained. The ideal
 // is max(c, m) + min(c, m) / waves: the shorter phase hidden but for one wave.
-void set_overlap_fields(Record& sum, const Phases& ph, const GemmArConfig& cfg, const Tiling& t,
+void set_overlap_fields(Record& sum, const Phases& ph, const GemmArConfig& cfg, double waves,
                         Bytes bytes) {
   const double flops = 2.0 * static_cast<double>(cfg.shape.M) * static_cast<double>(cfg.shape.N) *
                        static_cast<double>(cfg.shape.K);
   const double c = median(ph.compute), m = median(ph.comm), s = median(ph.sequential),
                p = median(ph.pipelined);
-  const double w = static_cast<double>(t.waves(cfg.compute_workers));
-  const double ideal = std::max(c, m) + std::min(c, m) / w;
+  const double ideal = std::max(c, m) + std::min(c, m) / waves;
   sum.set(gemm_field::compute_us, c);
   sum.set(gemm_field::comm_us, m);
-  sum.set(gemm_field::mpi_allreduce_us, median(ph.mpi));
+  if (!ph.library.empty()) sum.set(gemm_field::library_allreduce_us, median(ph.library));
   sum.set(gemm_field::sequential_us, s);
   sum.set(gemm_field::pipelined_us, p);
   sum.set(gemm_field::compute_done_us, median(ph.compute_done));
@@ -165,12 +123,10 @@ void set_overlap_fields(Record& sum, const Phases& ph, const GemmArConfig& cfg, 
   sum.set(gemm_field::comm_gbps, static_cast<double>(bytes) / (m * 1e3));
 }
 
-// Collective: every rank checks its own output; the summary gets the max
-// error and the wrong elements over all ranks, and fails if any is wrong.
-void set_check_fields(Runtime& rt, Record& sum, const GemmArOperator& op, const Tiling& t,
-                      const GemmArConfig& cfg) {
-  const double atol = cfg.atol >= 0 ? cfg.atol : 1e-3 * static_cast<double>(cfg.shape.K);
-  const auto [max_err, wrong] = check_gemm_ar_output(op.output(), t, rt.size(), atol, cfg.rtol);
+}  // namespace
+
+void set_check_fields(Runtime& rt, Record& sum, const GemmArOutcome& o, const GemmArConfig& cfg) {
+  const auto [max_err, wrong] = check_gemm_ar_output(o.output, *o.tiling, rt.size(), o.atol, cfg.rtol);
   const double all_wrong = rt.sum(static_cast<double>(wrong));
   sum.set(gemm_field::max_err, rt.max(max_err));
   sum.set(gemm_field::wrong, static_cast<std::int64_t>(all_wrong));
@@ -181,25 +137,6 @@ void set_check_fields(Runtime& rt, Record& sum, const GemmArOperator& op, const 
                              static_cast<std::int64_t>(all_wrong));
   }
 }
-
-// The gemm_ar summary: the pipelined samples (sequential when not run),
-// the shape and tiling, then overlap metrics (mode all) and the check.
-Record summary_record(Runtime& rt, const GemmArConfig& cfg, const Tiling& t,
-                      const WindowLayout& lay, const Phases& ph, const GemmArOperator& op,
-                      Bytes bytes) {
-  Record sum = mode_record("gemm_ar", ph.pipelined.empty() ? ph.sequential : ph.pipelined, bytes);
-  sum.set(gemm_field::M, cfg.shape.M);
-  sum.set(gemm_field::K, cfg.shape.K);
-  sum.set(gemm_field::N, cfg.shape.N);
-  sum.set(gemm_field::tiles, t.tiles);
-  sum.set(gemm_field::waves, t.waves(cfg.compute_workers));
-  sum.set(gemm_field::window_bytes, static_cast<std::int64_t>(lay.bytes));
-  if (cfg.mode == GemmArMode::all) set_overlap_fields(sum, ph, cfg, t, bytes);
-  if (cfg.check) set_check_fields(rt, sum, op, t, cfg);
-  return sum;
-}
-
-}  // namespace
 
 OverlapVerdict overlap_verdict(double c, double m, double s, double p) {
   OverlapVerdict v;
@@ -254,19 +191,88 @@ void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   if (!err.empty()) throw UsageError(err);
 }
 
+void interleave(const GemmArConfig& cfg, const std::function<void(bool)>& apart,
+                const std::function<void(bool)>& sequential,
+                const std::function<void(bool)>& pipelined) {
+  const bool all = cfg.mode == GemmArMode::all;
+  const bool seq = all || cfg.mode == GemmArMode::sequential;
+  const bool pipe = all || cfg.mode == GemmArMode::pipelined;
+  for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+    const bool keep = it >= cfg.warmup;
+    if (it % 2 == 0) {
+      if (all) apart(keep);
+      if (seq) sequential(keep);
+      if (pipe) pipelined(keep);
+    } else {
+      if (pipe) pipelined(keep);
+      if (seq) sequential(keep);
+      if (all) apart(keep);
+    }
+  }
+}
+
+double time_library_allreduce(Runtime& rt, Communicator& comm, const void* send, void* recv,
+                              std::size_t count) {
+  rt.barrier();
+  if (auto marks = comm.stream_marks(2)) {
+    marks->mark(0);
+    comm.allreduce(send, recv, count, DType::float32, RedOp::sum);
+    marks->mark(1);
+    comm.synchronize();
+    return rt.max(marks->elapsed_us(0, 1));
+  }
+  const auto t0 = Clock::now();
+  comm.allreduce(send, recv, count, DType::float32, RedOp::sum);
+  return rt.max(elapsed_us(t0, Clock::now()));
+}
+
+void add_gemm_ar_records(Runtime& rt, const GemmArConfig& cfg, const GemmArOutcome& o,
+                         const Phases& ph, std::vector<Record>& out) {
+  const auto bytes = static_cast<Bytes>(cfg.shape.M * cfg.shape.N) * sizeof(float);
+  if (!ph.compute.empty()) {
+    out.push_back(mode_record("compute", o.method, ph.compute, 0));
+    out.push_back(mode_record("comm", o.method, ph.comm, bytes));
+    if (!ph.library.empty()) out.push_back(mode_record("library_allreduce", o.library, ph.library, bytes));
+  }
+  if (!ph.sequential.empty()) out.push_back(mode_record("sequential", o.method, ph.sequential, bytes));
+  if (!ph.pipelined.empty()) out.push_back(mode_record("pipelined", o.method, ph.pipelined, bytes));
+  Record sum =
+      mode_record("gemm_ar", o.method, ph.pipelined.empty() ? ph.sequential : ph.pipelined, bytes);
+  sum.set(gemm_field::M, cfg.shape.M);
+  sum.set(gemm_field::K, cfg.shape.K);
+  sum.set(gemm_field::N, cfg.shape.N);
+  sum.set(gemm_field::tiles, o.tiling->tiles);
+  sum.set(gemm_field::waves, o.waves);
+  sum.set(gemm_field::window_bytes, o.window_bytes);
+  if (cfg.mode == GemmArMode::all)
+    set_overlap_fields(sum, ph, cfg, static_cast<double>(o.waves), bytes);
+  if (cfg.check) set_check_fields(rt, sum, o, cfg);
+  out.push_back(std::move(sum));
+}
+
 GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   openblas_set_num_threads(1);  // one BLAS thread per compute worker
   const Tiling t = make_tiling(cfg.shape, rt.size(), cfg.compute_workers, cfg.comm_workers);
   const WindowLayout lay = window_layout(t, cfg.comm_workers);
   auto win = rt.allocate_window(lay.bytes, Transport::shm);
   GemmArOperator op(rt, cfg, *win, t);
-  const auto bytes = static_cast<Bytes>(cfg.shape.M * cfg.shape.N) * sizeof(float);
   auto comm = make_mpi_communicator(rt);
   std::vector<float> mpi_out(op.C().size());
-  const Phases ph = measure(rt, cfg, op, *comm, mpi_out);
+  Phases ph;
+  interleave(
+      cfg, [&](bool keep) { measure_apart(rt, op, *comm, mpi_out, keep, ph); },
+      [&](bool keep) { measure_sequential(rt, op, keep, ph); },
+      [&](bool keep) { measure_pipelined(rt, op, keep, ph); });
+  GemmArOutcome o;
+  o.tiling = &t;
+  o.waves = t.waves(cfg.compute_workers);
+  o.window_bytes = static_cast<std::int64_t>(lay.bytes);
+  o.output = op.output();
+  o.atol = cfg.atol >= 0 ? cfg.atol : 1e-3 * static_cast<double>(cfg.shape.K);
+  o.method = "host";
+  o.library = comm->name();
   GemmArResult res;
-  add_phase_records(res.records, ph, bytes);
-  res.records.push_back(summary_record(rt, cfg, t, lay, ph, op, bytes));
+  add_gemm_ar_records(rt, cfg, o, ph, res.records);
   rt.barrier();
   return res;
 }

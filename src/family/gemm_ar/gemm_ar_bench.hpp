@@ -1,12 +1,16 @@
 #pragma once
 // `xferbench gemm-ar`: C_final = sum over ranks of A_i x B with tile-level
-// overlap of the GEMM and the AllReduce (seed 002, on the host backend):
+// overlap of the GEMM and the AllReduce (seed 002). On the host backend
 // compute workers run OpenBLAS sgemm per output tile and signal per-worker
 // ready queues; comm workers reduce-scatter each tile into its owner's
 // symmetric window subtile by subtile and all-gather reduced subtiles to
-// every rank as soon as all contributions are in.
+// every rank as soon as all contributions are in. On a device backend the
+// backend's fused operator (coll/fused.hpp) does the same on the device.
+#include "backend/backend.hpp"
+#include "coll/dtype.hpp"
+#include "coll/fused.hpp"
+#include "coll/gemm_tiling.hpp"
 #include "core/record.hpp"
-#include "family/gemm_ar/tiling.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {
@@ -21,7 +25,7 @@ inline constexpr FieldKey<std::int64_t> waves{"waves"};
 inline constexpr FieldKey<std::int64_t> window_bytes{"window_bytes"};
 inline constexpr FieldKey<double> compute_us{"compute_us"};
 inline constexpr FieldKey<double> comm_us{"comm_us"};
-inline constexpr FieldKey<double> mpi_allreduce_us{"mpi_allreduce_us"};
+inline constexpr FieldKey<double> library_allreduce_us{"library_allreduce_us"};
 inline constexpr FieldKey<double> sequential_us{"sequential_us"};
 inline constexpr FieldKey<double> pipelined_us{"pipelined_us"};
 inline constexpr FieldKey<double> compute_done_us{"compute_done_us"};
@@ -35,6 +39,14 @@ inline constexpr FieldKey<double> comm_gbps{"comm_gbps"};
 inline constexpr FieldKey<double> max_err{"max_err"};
 inline constexpr FieldKey<std::int64_t> wrong{"wrong"};
 inline constexpr FieldKey<std::string> overlap_note{"overlap_note"};
+// Interference records (a --comm-blocks list on a device backend).
+inline constexpr FieldKey<std::int64_t> comm_blocks{"comm_blocks"};
+inline constexpr FieldKey<double> compute_alone_us{"compute_alone_us"};
+inline constexpr FieldKey<double> comm_alone_us{"comm_alone_us"};
+inline constexpr FieldKey<double> compute_both_us{"compute_both_us"};
+inline constexpr FieldKey<double> comm_both_us{"comm_both_us"};
+inline constexpr FieldKey<double> compute_slowdown{"compute_slowdown"};
+inline constexpr FieldKey<double> comm_slowdown{"comm_slowdown"};
 }  // namespace gemm_field
 
 enum class GemmArMode { all, pipelined, sequential };
@@ -51,7 +63,15 @@ struct GemmArConfig {
   double rtol = 1e-2;
   double watchdog_s = 10;
   std::int64_t drop_tile = -1;  // test seam: this tile is never signalled
+  // Device backends only.
+  DType dtype = DType::float32;        // of A and B (the host computes float only)
+  CommEngine engine = CommEngine::sm;  // --comm-engine
+  std::vector<int> comm_blocks{8};     // --comm-blocks; a list: the interference sweep
+  int wave_rows = 0;                   // --wave-rows; 0: the plan's default
 };
+
+// The fused operator's configuration for `nranks` ranks and `blocks` comm blocks.
+FusedConfig fused_config(const GemmArConfig& cfg, int nranks, int blocks);
 
 // What the overlap of one run means, from the medians (us) of compute alone
 // (c), communication alone (m), sequential (s) and pipelined (p).
@@ -76,9 +96,17 @@ void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg);
 
 struct GemmArResult {
   std::vector<Record> records;  // one per phase measured, then the gemm_ar summary record
+  std::string placement;        // device backends: where this rank ran ("GPU0 (...)")
+  std::string library_note;     // why no library baseline ran, or ""
 };
 
 // Collective. Throws RuntimeError naming the tile when the watchdog fires.
 GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg);
+
+// Collective, on a device backend through Backend::fused_gemm_allreduce
+// (validated with fused_fits on every rank first): the same phases and
+// summary as the host; with more than one --comm-blocks value, the
+// interference sweep instead (one record per value, then the summary).
+GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cfg);
 
 }  // namespace xb

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
+#include "coll/dtype.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
@@ -23,14 +24,18 @@ class GemmArFamily final : public Family {
     schema_.add(tiles, FieldRole::info, "output tiles")
         .add(waves, FieldRole::info, "tiles per compute worker, rounded up")
         .add(window_bytes, FieldRole::info, "symmetric window per rank, bytes");
-    for (auto k : {compute_us, comm_us, mpi_allreduce_us, sequential_us, pipelined_us,
-                   compute_done_us, time_saved_us, ideal_us})
+    for (auto k : {compute_us, comm_us, library_allreduce_us, sequential_us, pipelined_us,
+                   compute_done_us, time_saved_us, ideal_us, compute_alone_us, comm_alone_us,
+                   compute_both_us, comm_both_us})
       schema_.add(k, FieldRole::metric, "median over the timed iterations, us");
     schema_.add(speedup, FieldRole::metric, "sequential / pipelined")
         .add(overlap_eff, FieldRole::metric, "(compute + comm - pipelined) / min(compute, comm)")
         .add(ideal_ratio, FieldRole::metric, "ideal pipelined time / pipelined time")
         .add(gflops, FieldRole::metric, "GEMM GFLOP/s per rank, compute-only")
         .add(comm_gbps, FieldRole::metric, "M x N x 4 bytes / comm-only time, GB/s")
+        .add(compute_slowdown, FieldRole::metric, "compute beside the comm / compute alone")
+        .add(comm_slowdown, FieldRole::metric, "comm beside the compute / comm alone")
+        .add(comm_blocks, FieldRole::key, "thread blocks of the comm kernel (interference)")
         .add(max_err, FieldRole::info, "largest |C - float64 reference|")
         .add(wrong, FieldRole::info, "elements outside atol + rtol*|ref|, all ranks");
   }
@@ -42,7 +47,12 @@ class GemmArFamily final : public Family {
   void cases(Registry& r) const override {
     r.add({"gemm-ar.fused", "gemm-ar",
            "C = sum over ranks of A_i x B: compute-only, comm-only, sequential, pipelined",
-           host_memory_only});
+           [](const Capabilities& c) {
+             return c.backend == "host" || c.device_ipc
+                        ? Support::yes()
+                        : Support::no("the fused operator shares device windows between ranks, "
+                                      "which this backend cannot");
+           }});
   }
   std::string table_note(const Report& r) const override {
     std::string note =
@@ -53,7 +63,13 @@ class GemmArFamily final : public Family {
       return v && std::holds_alternative<std::int64_t>(*v) ? std::get<std::int64_t>(*v) : 0;
     };
     const std::int64_t c = count("compute_workers"), m = count("comm_workers");
-    if (r.env.cores > 0 && r.env.ranks * (c + m) > r.env.cores)
+    if (const FieldValue* v = find_field(r.params, "placement");
+        v && std::holds_alternative<std::string>(*v))
+      note += fmt::format("rank 0 on {}\n", std::get<std::string>(*v));
+    if (const FieldValue* v = find_field(r.params, "library_note");
+        v && std::holds_alternative<std::string>(*v))
+      note += fmt::format("no library allreduce baseline: {}\n", std::get<std::string>(*v));
+    if (r.env.backend == "host" && r.env.cores > 0 && r.env.ranks * (c + m) > r.env.cores)
       note += fmt::format(
           "note: {} ranks x ({} compute + {} comm) workers on {} cores: workers share cores, so "
           "pipelined cannot be expected to beat sequential here\n",
@@ -87,6 +103,24 @@ class GemmArFamily final : public Family {
     app.add_option("--comm-workers", comm_workers_,
                    "threads moving tiles per rank (default: one per 8 cores of the rank's share)")
         ->check(CLI::Range(1, 4096));
+    app.add_option("--dtype", dtype_,
+                   "A and B: half, bf16 or float (fp32 accumulation and output); default half "
+                   "on a device backend, float on the host (the only one it computes)");
+    device_opts_.push_back(app.add_option_function<std::string>(
+           "--comm-engine",
+           [this](const std::string& e) { cfg_.engine = e == "ce" ? CommEngine::ce : CommEngine::sm; },
+           "device backends: sm (a persistent comm kernel on --comm-blocks SMs) or ce (copy "
+           "engines plus a reduce kernel on --comm-blocks SMs)")
+        ->check(CLI::IsMember({"sm", "ce"}))
+        ->default_str("sm"));
+    device_opts_.push_back(app.add_option("--comm-blocks", comm_blocks_,
+                   "device backends: thread blocks of the comm kernel; a list (8,16,32) runs the "
+                   "interference sweep: compute alone, comm alone and both at once per value")
+        ->default_str("8"));
+    device_opts_.push_back(app.add_option("--wave-rows", c.wave_rows,
+                   "device backends: tile rows per GEMM wave (default: enough tiles to fill the "
+                   "compute SMs)")
+        ->check(CLI::Range(1, 1 << 20)));
     app.add_option_function<std::string>(
            "--mode",
            [this](const std::string& m) {
@@ -102,25 +136,79 @@ class GemmArFamily final : public Family {
     app.add_option("--watchdog", c.watchdog_s,
                    "seconds a counter may stay stuck before it is an error")
         ->default_str("10");
+    app.add_option("--drop-tile", c.drop_tile,
+                   "test seam: this tile is never pushed, so the watchdog must name it")
+        ->group("");  // hidden
     add_run_options(app, run_,
                     {.iters = "timed iterations (default 5)",
                      .warmup = "warm-up iterations (default 1)",
                      .check = "skip verification",
                      .ranks = true});
     app.footer(
-        R"(C_final = sum over ranks of A_i x B (A_i: M x K per rank, B: K x N shared), fp32, OpenBLAS per tile.
+        R"(C_final = sum over ranks of A_i x B (A_i: M x K per rank, B: K x N shared).
+host: fp32, OpenBLAS per tile, compute and comm worker threads per rank.
+cuda: cuBLAS GEMM waves (half/bf16/float inputs, fp32 accumulation) and a comm kernel
+(--comm-engine sm) or copy engines (ce) over CUDA IPC windows; one GPU per local rank,
+several ranks may share one GPU.
 Examples:
   mpiexec -n 2 xferbench gemm-ar
   xferbench gemm-ar --ranks 4 -M 2048 -K 2048 -N 1024 --compute-workers 2 --comm-workers 1
-  xferbench gemm-ar --ranks 2 --mode pipelined --format json -o gar.json)");
+  xferbench gemm-ar --ranks 2 --mode pipelined --format json -o gar.json
+  mpiexec -n 2 xferbench gemm-ar --backend cuda -M 8192 -K 8192 -N 8192 --dtype bf16
+  mpiexec -n 2 xferbench gemm-ar --backend cuda --comm-blocks 8,16,32,64)");
+  }
+
+  // Host-only and device-only options are refused on the other kind, so
+  // `auto` passes a backend over when they do not apply.
+  Support fits(Backend& b, Runtime* rt) const override {
+    if (b.name() == "host") {
+      if (cfg_.dtype != DType::float32)
+        return Support::no(fmt::format("--dtype {}: the host backend computes float only",
+                                       to_string(cfg_.dtype)));
+      if (device_options_)
+        return Support::no(
+            "--comm-engine, --comm-blocks and --wave-rows are options of the device backends");
+      return Support::yes();
+    }
+    if (compute_workers_ > 0 || comm_workers_ > 0)
+      return Support::no("--compute-workers and --comm-workers are options of the host backend");
+    if (!rt) return Support::yes();  // gemm-ar always runs ranked
+    Support s = Support::yes();
+    for (const int blocks : cfg_.comm_blocks) {
+      GemmArConfig c = cfg_;
+      if (c.dtype == DType::float32 && dtype_.empty()) c.dtype = DType::half;
+      s = b.fused_fits(*rt, fused_config(c, rt->size(), blocks));
+      if (!s.ok) break;
+    }
+    return s;
   }
 
   int run(const Invocation& inv) override {
     cfg_.iters = run_.iters_or(5);
     cfg_.warmup = run_.warmup_or(1);
     cfg_.check = !run_.no_check;
-    const RunOptions opts = host_only(run_, "gemm-ar");
-    Ranked r = start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) {
+    cfg_.dtype = dtype_.empty() ? DType::float32 : parse_one_dtype(dtype_);
+    cfg_.comm_blocks.clear();
+    for (const auto& v : split_list(comm_blocks_)) {
+      int n = 0;
+      try {
+        std::size_t used = 0;
+        n = std::stoi(v, &used);
+        if (used != v.size()) n = 0;
+      } catch (const std::exception&) {
+        n = 0;
+      }
+      if (n < 1)
+        throw UsageError(fmt::format("--comm-blocks '{}': a positive count or a list of them", v));
+      cfg_.comm_blocks.push_back(n);
+    }
+    device_options_ = false;
+    for (const CLI::Option* o : device_opts_) device_options_ = device_options_ || o->count() > 0;
+    Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& be) {
+      if (be.name() != "host") {
+        if (dtype_.empty()) cfg_.dtype = DType::half;  // seed 002's type on devices
+        return;
+      }
       auto [compute, comm] = default_workers(online_cores(), rt.size());
       try {  // defaults never ask for more workers than the shape has tiles
         const Tiling t = make_tiling(cfg_.shape, rt.size(), 1, 1);
@@ -132,33 +220,55 @@ Examples:
       cfg_.comm_workers = comm_workers_ > 0 ? comm_workers_ : comm;
       validate_gemm_ar(rt, cfg_);
     });
-    GemmArResult res = run_gemm_ar(*r.rt, cfg_);
-    return r.report(*this, {"gemm-ar", {}, params(), std::move(res.records), {}}, opts);
+    const bool host = r.backend->name() == "host";
+    GemmArResult res = host ? run_gemm_ar(*r.rt, cfg_) : run_gemm_ar_device(*r.rt, *r.backend, cfg_);
+    Params p = params(host);
+    if (!res.placement.empty()) p.emplace_back("placement", res.placement);
+    if (!res.library_note.empty()) p.emplace_back("library_note", res.library_note);
+    return r.report(*this, {"gemm-ar", {}, std::move(p), std::move(res.records), {}}, run_);
   }
 
  private:
-  Params params() const {
+  static DType parse_one_dtype(const std::string& name) {
+    const std::vector<DType> t = parse_dtypes(name);
+    if (t.size() != 1) throw UsageError(fmt::format("--dtype '{}': one type", name));
+    return t.front();
+  }
+
+  Params params(bool host) const {
     const auto& s = cfg_.shape;
     const char* mode = cfg_.mode == GemmArMode::pipelined    ? "pipelined"
                        : cfg_.mode == GemmArMode::sequential ? "sequential"
                                                              : "all";
-    return {{"M", s.M},
-            {"K", s.K},
-            {"N", s.N},
-            {"base_m", s.base_m},
-            {"base_n", s.base_n},
-            {"base_k", s.base_k},
-            {"step_k", s.step_k},
-            {"comm_sub_m", s.comm_sub_m},
-            {"compute_workers", std::int64_t{cfg_.compute_workers}},
-            {"comm_workers", std::int64_t{cfg_.comm_workers}},
-            {"mode", std::string(mode)},
-            {"iters", std::int64_t{cfg_.iters}},
-            {"warmup", std::int64_t{cfg_.warmup}}};
+    Params p = {{"M", s.M},
+                {"K", s.K},
+                {"N", s.N},
+                {"base_m", s.base_m},
+                {"base_n", s.base_n},
+                {"base_k", s.base_k},
+                {"step_k", s.step_k},
+                {"comm_sub_m", s.comm_sub_m},
+                {"dtype", std::string(to_string(cfg_.dtype))},
+                {"mode", std::string(mode)},
+                {"iters", std::int64_t{cfg_.iters}},
+                {"warmup", std::int64_t{cfg_.warmup}}};
+    if (host) {
+      p.emplace_back("compute_workers", std::int64_t{cfg_.compute_workers});
+      p.emplace_back("comm_workers", std::int64_t{cfg_.comm_workers});
+    } else {
+      p.emplace_back("comm_engine", std::string(to_string(cfg_.engine)));
+      p.emplace_back("comm_blocks", join_numbers(cfg_.comm_blocks));
+      p.emplace_back("wave_rows", std::int64_t{cfg_.wave_rows});
+    }
+    return p;
   }
 
   GemmArConfig cfg_;
   int compute_workers_ = 0, comm_workers_ = 0;  // 0: default_workers()
+  std::string dtype_;                           // "": half on devices, float on host
+  std::string comm_blocks_ = "8";
+  bool device_options_ = false;
+  std::vector<CLI::Option*> device_opts_;
   RunOptions run_;
   RecordSchema schema_{"gemm-ar"};
 };

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "family/gemm_ar/tiling.hpp"
+#include "coll/gemm_tiling.hpp"
 
 namespace xb {
 

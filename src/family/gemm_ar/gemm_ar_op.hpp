@@ -31,7 +31,7 @@
 #include "core/timer.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/gemm_ar/sync.hpp"
-#include "family/gemm_ar/tiling.hpp"
+#include "coll/gemm_tiling.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {

@@ -11,13 +11,36 @@ std::string gemm_tables(const Report& r) {
   std::string out = fmt::format("\n{:<16} {:>12} {:>12} {:>12} {:>7}\n", "Phase", "Median(us)",
                                 "Min(us)", "Max(us)", "CV(%)");
   const Record* sum = nullptr;
+  std::string library = "library allreduce";
+  std::vector<const Record*> interference;
   for (const auto& rec : r.results) {
     if (rec.kase == "gemm_ar") {
       sum = &rec;
       continue;
     }
+    if (rec.kase == "interference") {
+      interference.push_back(&rec);
+      continue;
+    }
+    if (rec.kase == "library_allreduce")
+      library = rec.method == "mpi" ? "MPI_Allreduce" : rec.method == "nccl" ? "ncclAllReduce" : rec.method;
     out += fmt::format("{:<16} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}\n", rec.kase,
                        rec.time_us.median, rec.time_us.min, rec.time_us.max, rec.time_us.cv * 100);
+  }
+  if (!interference.empty()) {
+    out += fmt::format("\n{:>11} {:>14} {:>14} {:>14} {:>14} {:>9} {:>9} {:>8}\n", "CommBlocks",
+                       "Compute(us)", "Comm(us)", "Compute+(us)", "Comm+(us)", "CompSlow", "CommSlow",
+                       "Wrong");
+    for (const Record* rec : interference) {
+      auto d = [&](auto key) { return rec->get_or(key, -1.0); };
+      out += fmt::format("{:>11} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f} {:>8.3f}x {:>8.3f}x {:>8}\n",
+                         rec->get_or(gemm_field::comm_blocks, std::int64_t{-1}),
+                         d(gemm_field::compute_alone_us), d(gemm_field::comm_alone_us),
+                         d(gemm_field::compute_both_us), d(gemm_field::comm_both_us),
+                         d(gemm_field::compute_slowdown), d(gemm_field::comm_slowdown),
+                         rec->get_or(gemm_field::wrong, std::int64_t{-1}));
+    }
+    out += "Compute+/Comm+: the GEMM and a prefilled comm at once; slowdown = beside / alone\n";
   }
   if (!sum) return out;
   auto num = [&](auto key) {
@@ -30,9 +53,12 @@ std::string gemm_tables(const Report& r) {
                      format_capacity(static_cast<Bytes>(num(gemm_field::window_bytes))));
   if (num(gemm_field::speedup) > 0) {
     out += fmt::format(
-        "compute-only {:.1f} us · comm-only (RS+AG) {:.1f} us · MPI_Allreduce of the same bytes "
-        "{:.1f} us\n",
-        num(gemm_field::compute_us), num(gemm_field::comm_us), num(gemm_field::mpi_allreduce_us));
+        "compute-only {:.1f} us · comm-only (RS+AG) {:.1f} us{}\n", num(gemm_field::compute_us),
+        num(gemm_field::comm_us),
+        num(gemm_field::library_allreduce_us) > 0
+            ? fmt::format(" · {} of the same bytes {:.1f} us", library,
+                          num(gemm_field::library_allreduce_us))
+            : std::string());
     out += fmt::format("sequential {:.1f} us · pipelined {:.1f} us (compute done at {:.1f} us)\n",
                        num(gemm_field::sequential_us), num(gemm_field::pipelined_us),
                        num(gemm_field::compute_done_us));
@@ -48,8 +74,9 @@ std::string gemm_tables(const Report& r) {
                                   : std::string("pipelined came in under the ideal: the phases "
                                                 "ran under different conditions, no figure"));
     out += fmt::format(
-        "compute {:.2f} GFLOP/s per rank · comm {:.2f} GB/s (M x N x 4 bytes / comm-only time)\n",
-        num(gemm_field::gflops), num(gemm_field::comm_gbps));
+        "compute {:.2f} GFLOP/s per rank ({:.2f} TFLOP/s) · comm {:.2f} GB/s (M x N x 4 bytes / "
+        "comm-only time)\n",
+        num(gemm_field::gflops), num(gemm_field::gflops) / 1e3, num(gemm_field::comm_gbps));
   }
   if (num(gemm_field::max_err) >= 0)
     out +=

@@ -1,4 +1,4 @@
-#include "family/gemm_ar/tiling.hpp"
+#include "coll/gemm_tiling.hpp"
 
 #include <fmt/format.h>
 
