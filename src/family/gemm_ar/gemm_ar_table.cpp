@@ -8,7 +8,7 @@
 namespace xb {
 
 std::string gemm_tables(const Report& r) {
-  std::string out = fmt::format("\n{:<16} {:>12} {:>12} {:>12} {:>7}\n", "Phase", "Median(us)",
+  std::string out = fmt::format("\n{:<18} {:>12} {:>12} {:>12} {:>7}\n", "Phase", "Median(us)",
                                 "Min(us)", "Max(us)", "CV(%)");
   const Record* sum = nullptr;
   std::string library = "library allreduce";
@@ -24,7 +24,7 @@ std::string gemm_tables(const Report& r) {
     }
     if (rec.kase == "library_allreduce")
       library = rec.method == "mpi" ? "MPI_Allreduce" : rec.method == "nccl" ? "ncclAllReduce" : rec.method;
-    out += fmt::format("{:<16} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}\n", rec.kase,
+    out += fmt::format("{:<18} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}\n", rec.kase,
                        rec.time_us.median, rec.time_us.min, rec.time_us.max, rec.time_us.cv * 100);
   }
   if (!interference.empty()) {
