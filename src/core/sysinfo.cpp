@@ -1,5 +1,6 @@
 #include "core/sysinfo.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -30,6 +31,16 @@ std::string cpu_model() {
 int online_cores() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
 }
 
 std::uint64_t available_memory() {

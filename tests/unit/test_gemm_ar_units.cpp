@@ -138,3 +138,21 @@ TEST(GemmArOverlap, DefaultWorkersFillTheRanksShareOfTheCores) {
 
 }  // namespace
 }  // namespace xb
+
+namespace xb {
+
+TEST(GemmArBinding, EachRankTakesItsShareOfAnUnboundHost) {
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(worker_cpus(all, 8, 0, 2, 4), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(worker_cpus(all, 8, 1, 2, 4), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(worker_cpus(all, 8, 1, 2, 3), (std::vector<int>{4, 5, 6}));
+  EXPECT_TRUE(worker_cpus(all, 8, 1, 2, 5).empty());  // more workers than the share
+  EXPECT_TRUE(worker_cpus(all, 8, 3, 4, 3).empty());
+  // mpiexec already bound the rank: its own CPUs, not a share of them.
+  EXPECT_EQ(worker_cpus({6, 7}, 8, 3, 4, 2), (std::vector<int>{6, 7}));
+  // 2 ranks on the 2-core build machine with 1 + 1 workers each: no fit.
+  EXPECT_TRUE(worker_cpus({0, 1}, 2, 0, 2, 2).empty());
+  EXPECT_EQ(worker_cpus({0, 1}, 2, 0, 1, 2), (std::vector<int>{0, 1}));
+}
+
+}  // namespace xb

@@ -167,6 +167,21 @@ std::pair<int, int> default_workers(int cores, int ranks_on_host) {
   return {std::max(1, per_rank - comm), comm};
 }
 
+std::vector<int> worker_cpus(const std::vector<int>& allowed, int online, int local_rank,
+                             int ranks_on_host, int workers) {
+  std::vector<int> share = allowed;
+  if (static_cast<int>(allowed.size()) >= online && ranks_on_host > 1) {
+    const auto per = allowed.size() / static_cast<std::size_t>(ranks_on_host);
+    const auto first = per * static_cast<std::size_t>(local_rank);
+    if (per == 0 || first + per > allowed.size()) return {};
+    share.assign(allowed.begin() + static_cast<std::ptrdiff_t>(first),
+                 allowed.begin() + static_cast<std::ptrdiff_t>(first + per));
+  }
+  if (workers < 1 || static_cast<int>(share.size()) < workers) return {};
+  share.resize(static_cast<std::size_t>(workers));
+  return share;
+}
+
 void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   std::string err;
   try {

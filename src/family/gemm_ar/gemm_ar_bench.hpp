@@ -63,6 +63,7 @@ struct GemmArConfig {
   double rtol = 1e-2;
   double watchdog_s = 10;
   std::int64_t drop_tile = -1;  // test seam: this tile is never signalled
+  std::vector<int> cpus;        // host: worker_cpus(), or empty (unbound)
   // Device backends only.
   DType dtype = DType::float32;        // of A and B (the host computes float only)
   CommEngine engine = CommEngine::sm;  // --comm-engine
@@ -90,6 +91,15 @@ OverlapVerdict overlap_verdict(double c, double m, double s, double p);
 // one comm worker per 8 cores (at least one), the rest compute (at least
 // one). {compute, comm}.
 std::pair<int, int> default_workers(int cores, int ranks_on_host);
+
+// The CPU of each of `workers` workers of this rank (compute workers first,
+// then comm), one CPU each, so workers neither share a core nor migrate:
+// from the CPUs this process may run on (`allowed`, ascending); when that is
+// the whole host (`online` CPUs: mpiexec did not bind), this rank takes the
+// local_rank-th share of ranks_on_host. Empty (leave the workers unbound)
+// when the workers do not fit their share. Pure.
+std::vector<int> worker_cpus(const std::vector<int>& allowed, int online, int local_rank,
+                             int ranks_on_host, int workers);
 
 // Collective; throws UsageError on every rank for bad shapes or one rank.
 void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg);

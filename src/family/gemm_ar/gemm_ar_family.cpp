@@ -69,6 +69,9 @@ class GemmArFamily final : public Family {
     if (const FieldValue* v = find_field(r.params, "library_note");
         v && std::holds_alternative<std::string>(*v))
       note += fmt::format("no library allreduce baseline: {}\n", std::get<std::string>(*v));
+    if (const FieldValue* v = find_field(r.params, "bound"); v && std::holds_alternative<bool>(*v))
+      note += std::get<bool>(*v) ? "workers bound one per CPU (each rank on its share)\n"
+                                 : "workers unbound: they do not fit one per CPU\n";
     if (r.env.backend == "host" && r.env.cores > 0 && r.env.ranks * (c + m) > r.env.cores)
       note += fmt::format(
           "note: {} ranks x ({} compute + {} comm) workers on {} cores: workers share cores, so "
@@ -218,6 +221,10 @@ Examples:
       }
       cfg_.compute_workers = compute_workers_ > 0 ? compute_workers_ : compute;
       cfg_.comm_workers = comm_workers_ > 0 ? comm_workers_ : comm;
+      cfg_.cpus = worker_cpus(allowed_cpus(), online_cores(), rt.local_rank(), rt.size(),
+                              cfg_.compute_workers + cfg_.comm_workers);
+      // Bound on every rank or on none, so the ranks' figures compare.
+      if (rt.agree(cfg_.cpus.empty() ? "unbound" : "") != "") cfg_.cpus.clear();
       validate_gemm_ar(rt, cfg_);
     });
     const bool host = r.backend->name() == "host";
@@ -255,6 +262,7 @@ Examples:
     if (host) {
       p.emplace_back("compute_workers", std::int64_t{cfg_.compute_workers});
       p.emplace_back("comm_workers", std::int64_t{cfg_.comm_workers});
+      p.emplace_back("bound", !cfg_.cpus.empty());
     } else {
       p.emplace_back("comm_engine", std::string(to_string(cfg_.engine)));
       p.emplace_back("comm_blocks", join_numbers(cfg_.comm_blocks));

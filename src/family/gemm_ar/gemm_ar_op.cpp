@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -46,10 +48,20 @@ void GemmArOperator::reset() {
   win_.sync();
 }
 
+// Pins the calling worker to its CPU (cfg.cpus; none: unbound).
+void GemmArOperator::bind(int worker) const {
+  if (cfg_.cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cfg_.cpus[static_cast<std::size_t>(worker) % cfg_.cpus.size()], &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort
+}
+
 void GemmArOperator::compute(bool signal, Crew& crew, Clock::time_point* done) {
   auto finished = std::make_shared<std::atomic<int>>(0);
   for (int w = 0; w < cfg_.compute_workers; ++w)
     crew.spawn([this, w, signal, finished, done] {
+      bind(w);
       for (std::int64_t tile : t_.worker_tiles(w, cfg_.compute_workers)) {
         compute_tile(tile);
         if (signal && tile != cfg_.drop_tile) {
@@ -62,7 +74,11 @@ void GemmArOperator::compute(bool signal, Crew& crew, Clock::time_point* done) {
 }
 
 void GemmArOperator::communicate(Crew& crew) {
-  for (int b = 0; b < cfg_.comm_workers; ++b) crew.spawn([this, b] { comm_worker(b); });
+  for (int b = 0; b < cfg_.comm_workers; ++b)
+    crew.spawn([this, b] {
+      bind(cfg_.compute_workers + b);
+      comm_worker(b);
+    });
 }
 
 void GemmArOperator::prefill() {

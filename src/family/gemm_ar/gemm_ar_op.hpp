@@ -110,6 +110,7 @@ class GemmArOperator {
   };
 
   Clock::duration watchdog() const;
+  void bind(int worker) const;
   std::atomic<std::uint32_t>& counter(int r, std::size_t region, std::int64_t i);
   void ring(int r, int worker);
   float* stage(int r, int src, std::int64_t tl);
