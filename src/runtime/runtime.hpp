@@ -62,6 +62,7 @@ class Runtime {
   virtual void reduce(std::span<double> values, Reduce how) = 0;
   double max(double v) { return reduce_one(v, Reduce::max); }
   double sum(double v) { return reduce_one(v, Reduce::sum); }
+  double min(double v) { return reduce_one(v, Reduce::min); }
   // Collective; throws RuntimeError when a window cannot be made.
   virtual std::unique_ptr<Window> allocate_window(Bytes size, Transport t) = 0;
 

@@ -204,6 +204,15 @@ class Sim {
     return errs;
   }
 
+  // Counters as epoch `e` left them (as if e epochs had run).
+  void start_at(std::uint32_t e) {
+    const Tiling& t = plans_[0].t;
+    for (auto& k : ranks_) {
+      for (auto& a : k->arrival) a = arrival_target(e, n_);
+      k->done = done_target(e, t);
+    }
+  }
+
   // Every rank's output holds the sum over ranks of their products.
   void expect_sums() const {
     const Tiling& t = plans_[0].t;
@@ -222,7 +231,7 @@ class Sim {
     SimRank& k = *ranks_[static_cast<std::size_t>(r)];
     const auto t0 = std::chrono::steady_clock::now();
     std::uint32_t v;
-    while ((v = c.load(std::memory_order_acquire)) < want) {
+    while (static_cast<std::int32_t>((v = c.load(std::memory_order_acquire)) - want) < 0) {
       if (k.stuck) return false;
       if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(timeout_s)) {
         std::lock_guard lock(k.m);
@@ -322,6 +331,20 @@ TEST(FusedProtocol, RanksBlocksAndEpochsReduceToTheSumOnEveryRank) {
         sim.expect_sums();
       }
     }
+}
+
+TEST(FusedProtocol, CountersWrapAroundSafely) {
+  // The targets of epoch e are e times a count, modulo 2^32: an epoch whose
+  // targets wrap past 2^32 still completes, and only then.
+  Sim sim(2, 2, CommEngine::sm, -1);
+  const std::uint32_t per_epoch = done_target(1, make_fused_plan(config(2, 2), 0, 100, true).t);
+  const std::uint32_t first = 0xFFFFFFFFu / per_epoch;  // its done target is just below 2^32
+  sim.start_at(first - 1);
+  for (std::uint32_t e = first; e <= first + 1; ++e) {
+    const auto errs = sim.run(e, 20);
+    EXPECT_TRUE(errs.empty()) << errs.front();
+    sim.expect_sums();
+  }
 }
 
 TEST(FusedProtocol, ADroppedTileStopsEveryRankWithinTheWatchdogNamingIt) {

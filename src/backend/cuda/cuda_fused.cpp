@@ -78,7 +78,9 @@ class CudaFused final : public FusedGemmAllReduce {
   CudaFused(CudaBackend& be, Runtime& rt, const FusedConfig& cfg)
       : be_(be), rt_(rt), cfg_(cfg), dev_(rt.local_rank() % static_cast<int>(be.devices().size())) {
     set_device(dev_);
-    const int sms = be.gpu(dev_).sms;
+    // Every rank must cut the same waves (the plan's no-deadlock order), so
+    // the wave size comes from the smallest GPU of all ranks.
+    const int sms = static_cast<int>(rt.min(be.gpu(dev_).sms));
     plan_ = make_fused_plan(cfg, rt.rank(), cfg.engine == CommEngine::sm ? sms - cfg.comm_blocks : sms,
                             cfg.engine == CommEngine::sm);
     const Tiling& t = plan_.t;
@@ -135,8 +137,13 @@ class CudaFused final : public FusedGemmAllReduce {
     args_.timeout_ns = static_cast<unsigned long long>(cfg.watchdog_s * 1e9);
     args_.stuck = stuck_.as<FusedStuck>();
 
-    for (cudaStream_t* s : {&compute_, &comm_, &gather_})
-      XB_CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    // The comm streams at the highest priority: their blocks are dispatched
+    // ahead of queued GEMM blocks instead of after a wave drains.
+    int least = 0, greatest = 0;
+    XB_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    XB_CUDA(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    for (cudaStream_t* s : {&comm_, &gather_})
+      XB_CUDA(cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, greatest));
     for (cudaEvent_t* e : {&start_, &compute_end_, &comm_end_}) XB_CUDA(cudaEventCreate(e));
     wave_done_.resize(static_cast<std::size_t>(plan_.waves));
     for (auto& e : wave_done_) XB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -162,6 +169,9 @@ class CudaFused final : public FusedGemmAllReduce {
     set_device(dev_);
     upload(A, A_);
     upload(B, B_);
+    // cudaMemcpy from pageable memory may return before the data landed, and
+    // the non-blocking compute stream does not wait for the legacy stream.
+    XB_CUDA(cudaDeviceSynchronize());
     gemm_waves(false);  // loads cuBLAS's kernels before any timed phase
     XB_CUDA(cudaStreamSynchronize(compute_));
   }
@@ -271,11 +281,10 @@ class CudaFused final : public FusedGemmAllReduce {
       XB_CUDA(cudaEventRecord(comm_end_, comm_));
       return;
     }
-    // ce: the reduce kernel waits on the gather stream while copy engines
-    // push each finished tile row to its owner.
-    XB_CUDA(cudaStreamWaitEvent(gather_, from));
-    XB_CUDA(launch_fused_comm(gather_, args_, plan_.comm_blocks));
-    XB_CUDA(cudaEventRecord(comm_end_, gather_));
+    // ce: copy engines push each finished tile row to its owner and bump
+    // its counters; the reduce kernel on the gather stream does the
+    // gathers. The copies are queued first, so a gather stream that shares
+    // a hardware queue with the copy stream cannot hold them back.
     const Tiling& t = plan_.t;
     const std::int64_t row_elems = t.shape.base_m * t.Np;
     for (int w = 0; w < plan_.waves; ++w) {
@@ -291,6 +300,9 @@ class CudaFused final : public FusedGemmAllReduce {
       }
       XB_CUDA(launch_arrive_rows(comm_, args_, first, rows));
     }
+    XB_CUDA(cudaStreamWaitEvent(gather_, from));
+    XB_CUDA(launch_fused_comm(gather_, args_, plan_.comm_blocks));
+    XB_CUDA(cudaEventRecord(comm_end_, gather_));
   }
 
   // Waits for the phase's last event; a device that stops answering past
@@ -354,8 +366,25 @@ Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
     return Support::no(fmt::format(
         "--base-n {}: the comm kernel moves 16-byte vectors, so base-n must be a multiple of 4",
         cfg.shape.base_n));
-  const int dev = rt.local_rank() % static_cast<int>(be.devices().size());
+  const int gpus = static_cast<int>(be.devices().size());
+  const int dev = rt.local_rank() % gpus;
   const GpuInfo& g = be.gpu(dev);
+  // Peers on other GPUs are written and counted through P2P: this GPU must
+  // reach each of them with native atomics (else two sources adding to one
+  // counter could lose an update).
+  for (int r = 0; r < std::min(cfg.nranks, gpus); ++r) {
+    const int peer = r % gpus;
+    if (peer == dev) continue;
+    int access = 0, atomics = 0;
+    XB_CUDA(cudaDeviceCanAccessPeer(&access, dev, peer));
+    if (access)
+      XB_CUDA(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, dev, peer));
+    if (!access || !atomics)
+      return Support::no(fmt::format(
+          "gemm-ar on cuda needs peer access with native atomics between GPU{} and GPU{}, which "
+          "this machine does not give: run the ranks on one GPU, or --backend host",
+          dev, peer));
+  }
   if (cfg.comm_blocks >= g.sms)
     return Support::no(fmt::format(
         "--comm-blocks {}: GPU{} ({}) has {} SMs, and the GEMM needs at least one of them",

@@ -37,7 +37,9 @@ __device__ bool block_wait(const FusedArgs& a, const unsigned* p, unsigned want,
     ok = 1;
     const unsigned long long t0 = now_ns();
     unsigned v;
-    while ((v = load_acquire(p)) < want) {
+    // Counters only grow and one epoch adds less than 2^31: compare the
+    // difference, so a counter that wrapped around 2^32 still reads right.
+    while (static_cast<int>((v = load_acquire(p)) - want) < 0) {
       if (*reinterpret_cast<volatile std::int32_t*>(&a.stuck->what) != FusedStuck::none) {
         ok = 0;
         break;

@@ -138,6 +138,7 @@ class GemmArFamily final : public Family {
     app.add_option("--rtol", c.rtol, "relative tolerance")->default_str("0.01");
     app.add_option("--watchdog", c.watchdog_s,
                    "seconds a counter may stay stuck before it is an error")
+        ->check(CLI::Range(0.001, 3600.0))
         ->default_str("10");
     app.add_option("--drop-tile", c.drop_tile,
                    "test seam: this tile is never pushed, so the watchdog must name it")
