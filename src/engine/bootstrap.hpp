@@ -30,6 +30,14 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 20000;  // 0: any free port
   Bytes size = 1ULL << 30;
+  // The region: UCX-allocated host memory when `memory` is null, else these
+  // `size` bytes (from a backend: NUMA-bound or device memory), registered
+  // as they are; the server fills and checks them through this pointer, so
+  // they must be host-addressable. `kind` is what clients ask for ("host"
+  // or "device"); `kind_note` says what it is ("device: NUMA node 1").
+  std::byte* memory = nullptr;
+  std::string kind = "host";
+  std::string kind_note = "host memory";
   int clients = 1;
   double accept_wait_s = 60;
   double io_timeout_s = 10;
@@ -54,8 +62,10 @@ class ServerLink {
   // Connects (retrying until connect_timeout_s), says hello with the token
   // and gets its slot's descriptor. Throws UsageError when unreachable or
   // refused, with the server's reason.
+  // `kind`: the region memory this client needs ("host" or "device"); a
+  // server with the other kind refuses it with the reason.
   ServerLink(const std::string& host, int port, const std::string& token, const std::string& digest,
-             double connect_timeout_s, double io_timeout_s);
+             const std::string& kind, double connect_timeout_s, double io_timeout_s);
   ~ServerLink();
   ServerLink(const ServerLink&) = delete;
   ServerLink& operator=(const ServerLink&) = delete;

@@ -43,7 +43,8 @@ int try_connect(const addrinfo* ai, int ms, std::string* why) {
 }  // namespace
 
 ServerLink::ServerLink(const std::string& host, int port, const std::string& token,
-                       const std::string& digest, double connect_timeout_s, double io_timeout_s)
+                       const std::string& digest, const std::string& kind,
+                       double connect_timeout_s, double io_timeout_s)
     : io_timeout_s_(io_timeout_s) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -65,7 +66,8 @@ ServerLink::ServerLink(const std::string& host, int port, const std::string& tok
         fmt::format("cannot reach the engine server at {}:{} within --connect-timeout {} s ({})",
                     host, port, connect_timeout_s, why));
   try {
-    send_frame(fd_, {MsgType::hello, Writer().str(token).str(digest).take()}, io_timeout_s_);
+    send_frame(fd_, {MsgType::hello, Writer().str(token).str(digest).str(kind).take()},
+               io_timeout_s_);
     const Frame f = recv_frame(fd_, io_timeout_s_);
     if (f.type == MsgType::reject)
       throw UsageError(fmt::format("the engine server refused this client: {}", f.payload));

@@ -80,7 +80,7 @@ class Server {
  public:
   explicit Server(const ServerConfig& cfg)
       : cfg_(cfg),
-        region_(worker_, cfg.size),
+        region_(cfg.memory ? Region(worker_, cfg.memory, cfg.size) : Region(worker_, cfg.size)),
         slot_len_(cfg.size / cfg.clients / 4096 * 4096),
         busy_(static_cast<std::size_t>(cfg.clients), false) {
     if (slot_len_ == 0) throw UsageError("--size is too small for one 4 KiB slot per client");
@@ -91,9 +91,9 @@ class Server {
   ServerSummary run() {
     listen_fd_ = listen_on(cfg_.host, cfg_.port);
     const int port = bound_port(listen_fd_);
-    log(fmt::format("listening on {}:{} · region {} in {} slot{} of {} · UCX {}", cfg_.host, port,
-                    format_size(cfg_.size), cfg_.clients, cfg_.clients == 1 ? "" : "s",
-                    format_size(slot_len_), ucx_version()));
+    log(fmt::format("listening on {}:{} · region {} of {} in {} slot{} of {} · UCX {}", cfg_.host,
+                    port, format_size(cfg_.size), cfg_.kind_note, cfg_.clients,
+                    cfg_.clients == 1 ? "" : "s", format_size(slot_len_), ucx_version()));
     if (cfg_.on_listening) cfg_.on_listening(port);
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(cfg_.accept_wait_s));
@@ -210,8 +210,13 @@ class Server {
     Reader r(f.payload);
     const std::string token = r.str(4096);
     const std::string digest = r.str(4096);
+    const std::string kind = r.str(64);
     r.done();
     if (!same_token(token, cfg_.token)) return refuse(i, "wrong token");
+    if (kind != cfg_.kind)
+      return refuse(i, fmt::format("this server's region is {} (engine serve --mem {}), the "
+                                   "client's mode needs {} memory there",
+                                   cfg_.kind_note, cfg_.kind, kind));
     int slot = -1;
     for (std::size_t k = 0; k < busy_.size() && slot < 0; ++k)
       if (!busy_[k]) slot = static_cast<int>(k);

@@ -24,6 +24,19 @@ void ok(ucs_status_t st, const char* what) {
 
 std::string ucx_version() { return ucp_get_version_string(); }
 
+bool ucx_supports_memory(const std::string& type) {
+  if (type == "host") return true;
+  const ucs_memory_type_t t = type == "cuda"   ? UCS_MEMORY_TYPE_CUDA
+                              : type == "rocm" ? UCS_MEMORY_TYPE_ROCM
+                                               : UCS_MEMORY_TYPE_UNKNOWN;
+  if (t == UCS_MEMORY_TYPE_UNKNOWN) return false;
+  Worker w;  // a context of this process's UCX, with its configuration
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(static_cast<ucp_context_h>(w.context()), &attr) != UCS_OK) return false;
+  return (attr.memory_types & UCS_BIT(t)) != 0;
+}
+
 Worker::Worker() {
   ucp_config_t* config = nullptr;
   ok(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");

@@ -14,6 +14,10 @@
 namespace xb::engine {
 
 std::string ucx_version();
+// Whether this UCX registers and moves memory of that type ("cuda",
+// "rocm"; "host" always): a CUDA-enabled UCX reports cuda. Asked of a UCP
+// context at run time, so the UCX actually loaded decides.
+bool ucx_supports_memory(const std::string& type);
 
 class Worker {
  public:

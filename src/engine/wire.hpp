@@ -51,7 +51,8 @@ class Reader {
 };
 
 // Bootstrap frames: "XBEN", version, type, payload length, payload.
-inline constexpr std::uint16_t kProtocolVersion = 1;
+// 2: the hello names the region memory the client needs ("host", "device").
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::uint32_t kMaxPayload = 1 << 20;
 
 enum class MsgType : std::uint16_t {

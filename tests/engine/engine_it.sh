@@ -30,7 +30,43 @@ expect_usage() {  # expect_usage PATTERN CMD...: exit 2 and one line matching
   grep -Eq -- "$pat" "$tmp/err.log" || fail "stderr does not match /$pat/"
 }
 
+lanes() {  # lanes NAME: the lanes of NAME's records, sorted and unique
+  /usr/bin/python3 -c "
+import json; print(' '.join(sorted({r.get('lane', '-') for r in json.load(open('$tmp/$1.json'))['results']})))"
+}
+
 case $scenario in
+modes)
+  # Seed 004's four modes on the host backend (its device: a NUMA node), each verified.
+  for m in h2h h2d d2h d2d; do
+    timeout 120 "$xb" engine selftest --mode $m -t 4M --block-steps 2 --loops 1 --format json \
+      -o "$tmp/$m.json" -q 2>"$tmp/$m.log" || fail "selftest --mode $m"
+    verified $m
+    [ "$(lanes $m)" = ucx ] || fail "mode $m: lane $(lanes $m), expected ucx"
+  done
+  # The staged lane: 64 KiB requests in 24 KiB chunks (two whole, one partial), both bounce buffers.
+  timeout 120 "$xb" engine selftest --mode d2d --lane staged --stage-chunk 24K -t 1M -k 64K \
+    --block-steps 2 --loops 2 --format json -o "$tmp/staged.json" -q 2>"$tmp/staged.log" || fail "staged"
+  verified staged
+  [ "$(lanes staged)" = staged ] || fail "staged lane: $(lanes staged)"
+  ;;
+server_modes)
+  # A server of device memory serves d2d and d2h clients, refuses an h2h one with the
+  # reason, and keeps serving.
+  serve --size 32M --clients 2 --mem device
+  client dd --mode d2d -t 4M --op read,write --loops 2 || fail "d2d client"
+  verified dd
+  timeout 30 "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" --mode h2h \
+    -t 1M >/dev/null 2>"$tmp/hh.log"
+  [ $? -eq 2 ] || fail "h2h client against a device server: expected exit 2"
+  grep -q "region is device memory of host device 0 .*needs host memory" "$tmp/hh.log" ||
+    fail "h2h refusal: $(cat "$tmp/hh.log")"
+  [ "$(wc -l <"$tmp/hh.log")" -eq 1 ] || fail "h2h refusal is not one line"
+  client hd --mode h2d -t 4M -k 256K --op read,write --loops 2 || fail "h2d client after a refused one"
+  verified hd
+  wait $server || fail "server exit code"
+  grep -q "2 served, 0 failed, 1 rejected" "$tmp/server.log" || fail "server summary"
+  ;;
 selftest)
   timeout 120 "$xb" engine selftest >"$tmp/self.log" 2>&1 || fail "selftest failed"
   grep -q "20 results: 20 ok" "$tmp/self.log" || fail "selftest results"
@@ -63,7 +99,7 @@ wrong_token)
 malformed)
   serve --size 16M --clients 1
   exec 3<>/dev/tcp/127.0.0.1/$port; printf 'GET / HTTP/1.0\r\n\r\n' >&3; exec 3>&-
-  exec 3<>/dev/tcp/127.0.0.1/$port; printf 'XBEN\x01\x00\x01\x00\xff\xff\xff\x7f' >&3; exec 3>&-
+  exec 3<>/dev/tcp/127.0.0.1/$port; printf 'XBEN\x02\x00\x01\x00\xff\xff\xff\x7f' >&3; exec 3>&-
   sleep 0.5
   client good -t 4M --loops 2 || fail "client after malformed messages"
   verified good

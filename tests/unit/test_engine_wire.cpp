@@ -83,3 +83,37 @@ TEST(EngineWire, BlockSteps) {
 }
 
 }  // namespace xb::engine
+
+// ---- the client's lanes (family/engine) ------------------------------------
+
+#include "family/engine/engine_bench.hpp"
+
+namespace xb {
+
+TEST(EngineLanes, AutomaticRegistersWhatUcxCanAndStagesTheRest) {
+  EXPECT_EQ(choose_lane(EngineLane::automatic, false, false, "cuda"), EngineLane::ucx);
+  EXPECT_EQ(choose_lane(EngineLane::automatic, true, true, "host"), EngineLane::ucx);
+  EXPECT_EQ(choose_lane(EngineLane::automatic, true, false, "cuda"), EngineLane::staged);
+  EXPECT_EQ(choose_lane(EngineLane::staged, true, true, "host"), EngineLane::staged);
+  EXPECT_THROW(choose_lane(EngineLane::ucx, true, false, "cuda"), UsageError);
+  EXPECT_THROW(choose_lane(EngineLane::staged, false, true, "host"), UsageError);
+}
+
+TEST(EngineLanes, StageChunksCoverTheRequestWithAPartialLastOne) {
+  using C = std::vector<std::pair<Bytes, Bytes>>;
+  EXPECT_EQ(stage_chunks(64, 24), (C{{0, 24}, {24, 24}, {48, 16}}));
+  EXPECT_EQ(stage_chunks(48, 24), (C{{0, 24}, {24, 24}}));
+  EXPECT_EQ(stage_chunks(10, 24), (C{{0, 10}}));
+  EXPECT_TRUE(stage_chunks(0, 24).empty());
+  EXPECT_TRUE(stage_chunks(10, 0).empty());
+}
+
+TEST(EngineModes, LettersNameEachSide) {
+  EXPECT_FALSE(client_on_device(EngineMode::h2d));
+  EXPECT_TRUE(server_on_device(EngineMode::h2d));
+  EXPECT_TRUE(client_on_device(EngineMode::d2h));
+  EXPECT_FALSE(server_on_device(EngineMode::d2h));
+  EXPECT_TRUE(client_on_device(EngineMode::d2d) && server_on_device(EngineMode::d2d));
+}
+
+}  // namespace xb

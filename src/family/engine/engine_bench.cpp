@@ -22,27 +22,186 @@ struct Timing {
   double submit_us = 0, wait_us = 0;  // async: mean per batch
 };
 
+// A request: [offset, offset + length) of the local memory <-> the same
+// offsets of the server's slot.
+struct Req {
+  Bytes offset, length;
+};
+
+// The client's memory and how requests reach the server from it.
+class Local {
+ public:
+  virtual ~Local() = default;
+  virtual void transfer(Op op, const Req& r) = 0;
+  virtual void post(Op op, const std::vector<Req>& batch) = 0;
+  virtual void wait() = 0;
+  // Outside timing: fill with the client's pattern, poison, read back.
+  virtual void fill(Bytes total) = 0;
+  virtual void poison(Bytes total) = 0;
+  virtual std::vector<std::byte> contents(Bytes total) = 0;
+  virtual std::string transports() const = 0;
+};
+
+// Memory UCX registers: the transfers go straight from it.
+class Direct final : public Local {
+ public:
+  // `buf` null: UCX allocates host memory (shareable: shared-memory
+  // transports reach it directly); else the backend's buffer, registered.
+  Direct(engine::Worker& w, std::unique_ptr<Buffer> buf, Backend& be, Bytes total,
+         const engine::SegmentDescriptor& seg, const EngineClientConfig& cfg)
+      : be_(be),
+        buf_(std::move(buf)),
+        region_(buf_ ? engine::Region(w, buf_->data(), total) : engine::Region(w, total)),
+        remote_(w, seg, cfg.timeout_s, cfg.peer_errors) {}
+  void transfer(Op op, const Req& r) override {
+    remote_.transfer(op, {region_.data() + r.offset, r.offset, r.length});
+  }
+  void post(Op op, const std::vector<Req>& batch) override {
+    xfers_.clear();
+    for (const Req& r : batch) xfers_.push_back({region_.data() + r.offset, r.offset, r.length});
+    remote_.post(op, xfers_);
+  }
+  void wait() override { remote_.wait(); }
+  void fill(Bytes total) override {
+    std::vector<std::byte> v(total);
+    fill_pattern(std::span(v), engine::kClientSeed, 0);
+    put(v);
+  }
+  void poison(Bytes total) override { put(std::vector<std::byte>(total, std::byte{0x5A})); }
+  std::vector<std::byte> contents(Bytes total) override {
+    std::vector<std::byte> v(total);
+    if (buf_)
+      be_.read(*buf_, 0, v);
+    else
+      std::memcpy(v.data(), region_.data(), total);
+    return v;
+  }
+  std::string transports() const override { return remote_.transports(); }
+
+ private:
+  void put(const std::vector<std::byte>& v) {
+    if (buf_)
+      be_.write(*buf_, 0, v);
+    else
+      std::memcpy(region_.data(), v.data(), v.size());
+  }
+  Backend& be_;
+  std::unique_ptr<Buffer> buf_;
+  engine::Region region_;
+  engine::Remote remote_;
+  std::vector<engine::Xfer> xfers_;
+};
+
+// Device memory UCX cannot register (or --lane staged): two pinned bounce
+// buffers, registered, and the backend's copy stream between them and the
+// device. Writes: copy chunk i+1 to a bounce buffer while chunk i goes out;
+// reads: copy chunk i to the device while chunk i+1 comes in.
+class Staged final : public Local {
+ public:
+  Staged(engine::Worker& w, Backend& be, int device, Bytes total,
+         const engine::SegmentDescriptor& seg, const EngineClientConfig& cfg)
+      : be_(be),
+        chunk_(std::min(cfg.stage_chunk, total)),
+        dev_(be.allocate(MemKind::device, device, total)),
+        stream_(be.create_stream(device, {})),
+        done_(be.create_event()),
+        remote_(w, seg, cfg.timeout_s, cfg.peer_errors) {
+    for (auto& b : bounce_) {
+      b.buf = be.allocate(MemKind::pinned, device, chunk_);
+      b.region = std::make_unique<engine::Region>(w, b.buf->data(), chunk_);
+    }
+  }
+  void transfer(Op op, const Req& r) override { op == Op::write ? out(r) : in(r); }
+  // A batch goes request by request through the pipeline.
+  void post(Op op, const std::vector<Req>& batch) override {
+    for (const Req& r : batch) transfer(op, r);
+  }
+  void wait() override {}
+  void fill(Bytes total) override {
+    std::vector<std::byte> v(total);
+    fill_pattern(std::span(v), engine::kClientSeed, 0);
+    be_.write(*dev_, 0, v);
+  }
+  void poison(Bytes total) override {
+    be_.write(*dev_, 0, std::vector<std::byte>(total, std::byte{0x5A}));
+  }
+  std::vector<std::byte> contents(Bytes total) override {
+    std::vector<std::byte> v(total);
+    be_.read(*dev_, 0, v);
+    return v;
+  }
+  std::string transports() const override { return remote_.transports() + " (staged)"; }
+
+ private:
+  struct Bounce {
+    std::unique_ptr<Buffer> buf;
+    std::unique_ptr<engine::Region> region;
+  };
+  void copy(const Buffer& src, Bytes so, Buffer& dst, Bytes dof, Bytes n) {
+    stream_->copy_async(src, so, dst, dof, n);
+    stream_->record(*done_);
+  }
+  engine::Xfer xfer(std::size_t i, const Req& r, const std::pair<Bytes, Bytes>& c) {
+    return {bounce_[i % 2].region->data(), r.offset + c.first, c.second};
+  }
+  // device -> bounce -> server.
+  void out(const Req& r) {
+    const auto chunks = stage_chunks(r.length, chunk_);
+    copy(*dev_, r.offset, *bounce_[0].buf, 0, chunks[0].second);
+    done_->synchronize();
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      remote_.post(Op::write, {xfer(i, r, chunks[i])});
+      if (i + 1 < chunks.size())
+        copy(*dev_, r.offset + chunks[i + 1].first, *bounce_[(i + 1) % 2].buf, 0,
+             chunks[i + 1].second);
+      remote_.wait();
+      if (i + 1 < chunks.size()) done_->synchronize();
+    }
+  }
+  // server -> bounce -> device.
+  void in(const Req& r) {
+    const auto chunks = stage_chunks(r.length, chunk_);
+    remote_.post(Op::read, {xfer(0, r, chunks[0])});
+    remote_.wait();
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      copy(*bounce_[i % 2].buf, 0, *dev_, r.offset + chunks[i].first, chunks[i].second);
+      if (i + 1 < chunks.size()) {
+        remote_.post(Op::read, {xfer(i + 1, r, chunks[i + 1])});
+        remote_.wait();
+      }
+      done_->synchronize();
+    }
+  }
+
+  Backend& be_;
+  Bytes chunk_;
+  std::unique_ptr<Buffer> dev_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Event> done_;
+  engine::Remote remote_;
+  Bounce bounce_[2];
+};
+
 // One loop: the whole -t moved in blocks of `bs`.
-void one_loop(engine::Remote& remote, Op op, std::byte* local, Bytes total, Bytes bs,
-              const EngineClientConfig& cfg, Timing* t) {
+void one_loop(Local& local, Op op, Bytes total, Bytes bs, const EngineClientConfig& cfg, Timing* t) {
   const Bytes n = total / bs;
   if (!cfg.async) {
     for (Bytes i = 0; i < n; ++i) {
       const auto t0 = Clock::now();
-      remote.transfer(op, {local + i * bs, i * bs, bs});
+      local.transfer(op, {i * bs, bs});
       if (t) t->req_us.push_back(elapsed_us(t0, Clock::now()));
     }
     return;
   }
-  std::vector<engine::Xfer> batch;
+  std::vector<Req> batch;
   for (Bytes i = 0; i < n; i += static_cast<Bytes>(cfg.batch)) {
     batch.clear();
     for (Bytes j = i; j < std::min<Bytes>(n, i + static_cast<Bytes>(cfg.batch)); ++j)
-      batch.push_back({local + j * bs, j * bs, bs});
+      batch.push_back({j * bs, bs});
     const auto t0 = Clock::now();
-    remote.post(op, batch);
+    local.post(op, batch);
     const auto t1 = Clock::now();
-    remote.wait();
+    local.wait();
     const auto t2 = Clock::now();
     if (t) {
       t->submit_us += elapsed_us(t0, t1);
@@ -52,8 +211,8 @@ void one_loop(engine::Remote& remote, Op op, std::byte* local, Bytes total, Byte
   }
 }
 
-Record make_record(Op op, const EngineClientConfig& cfg, Bytes bs, const Timing& t,
-                   std::optional<std::int64_t> bad) {
+Record make_record(Op op, const EngineClientConfig& cfg, EngineLane lane, Bytes bs,
+                   const Timing& t, std::optional<std::int64_t> bad) {
   Record r;
   r.kase = op == Op::read ? "read" : "write";
   r.method = cfg.async ? "async" : "sync";
@@ -62,6 +221,7 @@ Record make_record(Op op, const EngineClientConfig& cfg, Bytes bs, const Timing&
   const Stats lat = compute_stats(t.req_us);
   const double batches = std::max<double>(1.0, static_cast<double>(t.req_us.size()));
   r.set(engine_field::mode, to_string(cfg.mode));
+  r.set(engine_field::lane, to_string(lane));
   r.set(engine_field::block, static_cast<std::int64_t>(bs));
   r.set(engine_field::requests, static_cast<std::int64_t>(cfg.total / bs));
   r.set(engine_field::lat_of, cfg.async ? "batch" : "request");
@@ -85,20 +245,21 @@ Record make_record(Op op, const EngineClientConfig& cfg, Bytes bs, const Timing&
 
 // Verification: reads are checked here against the server's pattern, writes
 // by the server against ours (it restores its pattern after checking).
-std::optional<std::int64_t> check(engine::ServerLink& link, engine::Remote& remote, Op op,
-                                  std::byte* local, const EngineClientConfig& cfg) {
+std::optional<std::int64_t> check(engine::ServerLink& link, Local& local, Op op,
+                                  const EngineClientConfig& cfg) {
   if (!cfg.check) return std::nullopt;
   if (op == Op::write) return link.verify(0, cfg.total, engine::kClientSeed);
-  const auto bad = find_mismatch(std::span<const std::byte>(local, cfg.total), engine::kServerSeed,
-                                 remote.pattern_offset());
+  const std::vector<std::byte> got = local.contents(cfg.total);
+  const auto bad = find_mismatch(std::span<const std::byte>(got), engine::kServerSeed,
+                                 link.segment().pattern_offset);
   return bad ? static_cast<std::int64_t>(*bad) : -1;
 }
 
-void prepare_local(Op op, std::byte* local, Bytes total) {
+void prepare_local(Op op, Local& local, Bytes total) {
   if (op == Op::write)
-    fill_pattern(std::span(local, total), engine::kClientSeed, 0);
+    local.fill(total);
   else
-    std::memset(local, 0x5A, total);  // poison: a read that moves nothing is caught
+    local.poison(total);  // a read that moves nothing is caught
 }
 
 }  // namespace
@@ -129,26 +290,59 @@ std::vector<Bytes> engine_blocks(const EngineClientConfig& cfg) {
 }
 
 std::string engine_digest(const EngineClientConfig& c) {
-  return fmt::format("{} {} t={} k={} steps={} loops={} {}",
+  return fmt::format("{} {}{} t={} k={} steps={} loops={} {}",
                      c.ops.size() == 2      ? "read,write"
                      : c.ops[0] == Op::read ? "read"
                                             : "write",
-                     to_string(c.mode), c.total, c.block, c.block_steps, c.loops,
+                     to_string(c.mode),
+                     c.lane == EngineLane::automatic ? "" : fmt::format(" lane={}", to_string(c.lane)),
+                     c.total, c.block, c.block_steps, c.loops,
                      c.async ? fmt::format("async batch {}", c.batch) : std::string("sync"));
 }
 
+const char* to_string(EngineLane l) {
+  return l == EngineLane::ucx ? "ucx" : l == EngineLane::staged ? "staged" : "auto";
+}
+
+EngineLane choose_lane(EngineLane forced, bool client_device, bool device_registrable,
+                       const std::string& backend) {
+  const bool registrable = !client_device || device_registrable;
+  if (forced == EngineLane::ucx && !registrable)
+    throw UsageError(fmt::format(
+        "--lane ucx: this UCX ({}) cannot register {} device memory; use --lane staged",
+        engine::ucx_version(), backend));
+  if (forced == EngineLane::staged && !client_device)
+    throw UsageError("--lane staged stages device memory: the mode's client side is host memory");
+  if (forced != EngineLane::automatic) return forced;
+  return registrable ? EngineLane::ucx : EngineLane::staged;
+}
+
+std::vector<std::pair<Bytes, Bytes>> stage_chunks(Bytes length, Bytes chunk) {
+  std::vector<std::pair<Bytes, Bytes>> out;
+  if (chunk == 0) return out;
+  for (Bytes off = 0; off < length; off += chunk) out.emplace_back(off, std::min(chunk, length - off));
+  return out;
+}
+
+bool device_memory_registrable(const Backend& b) {
+  if (b.name() == "host") return true;  // NUMA-bound host memory
+  if (b.name() == "cuda") return engine::ucx_supports_memory("cuda");
+  return false;
+}
+
 EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& cfg,
-                            double connect_ms) {
+                            double connect_ms, Backend& backend) {
   const auto blocks = engine_blocks(cfg);
   EngineRun run;
-  if (cfg.mode != EngineMode::h2h) {
+  const bool dev = client_on_device(cfg.mode);
+  if (dev && backend.name() != "host" && backend.name() != "cuda") {
     for (Op op : cfg.ops)
       for (Bytes bs : blocks) {
         Record r = Record::waived(
             op == Op::read ? "read" : "write", cfg.async ? "async" : "sync", -1, -1, cfg.total,
-            fmt::format("mode {} needs device memory registered with UCX: this version's "
-                        "engine moves host memory only",
-                        to_string(cfg.mode)));
+            fmt::format("mode {}: this version's engine cannot reach {} device memory (no lane "
+                        "for it: UCX does not register it and there is no staging copy path)",
+                        to_string(cfg.mode), backend.name()));
         r.set(engine_field::mode, to_string(cfg.mode));
         r.set(engine_field::block, static_cast<std::int64_t>(bs));
         run.records.push_back(std::move(r));
@@ -158,28 +352,34 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
   if (cfg.total > link.segment().length)
     throw UsageError(fmt::format("-t {} is larger than this client's slot on the server ({})",
                                  format_size(cfg.total), format_size(link.segment().length)));
+  const EngineLane lane =
+      choose_lane(cfg.lane, dev, dev && device_memory_registrable(backend), backend.name());
   engine::Worker worker;
   const auto r0 = Clock::now();
-  engine::Region local(worker, cfg.total);  // UCX-allocated: reachable by shared memory
+  std::unique_ptr<Local> local;
+  if (lane == EngineLane::staged)
+    local = std::make_unique<Staged>(worker, backend, cfg.device, cfg.total, link.segment(), cfg);
+  else
+    local = std::make_unique<Direct>(
+        worker, dev ? backend.allocate(MemKind::device, cfg.device, cfg.total) : nullptr, backend,
+        cfg.total, link.segment(), cfg);
   const double register_ms = elapsed_us(r0, Clock::now()) / 1e3;
-  std::byte* const buf = local.data();
-  std::memset(buf, 0, cfg.total);
-  engine::Remote remote(worker, link.segment(), cfg.timeout_s, cfg.peer_errors);
   for (Op op : cfg.ops) {
     for (Bytes bs : blocks) {
-      prepare_local(op, buf, cfg.total);
-      for (int w = 0; w < cfg.warmup; ++w) one_loop(remote, op, buf, cfg.total, bs, cfg, nullptr);
+      prepare_local(op, *local, cfg.total);
+      for (int w = 0; w < cfg.warmup; ++w) one_loop(*local, op, cfg.total, bs, cfg, nullptr);
       Timing t;
       for (int l = 0; l < cfg.loops; ++l) {
         const auto t0 = Clock::now();
-        one_loop(remote, op, buf, cfg.total, bs, cfg, &t);
+        one_loop(*local, op, cfg.total, bs, cfg, &t);
         t.loop_us.push_back(elapsed_us(t0, Clock::now()));
       }
-      run.records.push_back(make_record(op, cfg, bs, t, check(link, remote, op, buf, cfg)));
+      run.records.push_back(make_record(op, cfg, lane, bs, t, check(link, *local, op, cfg)));
     }
   }
   run.summary = {{"ucx_version", engine::ucx_version()},
-                 {"transports", remote.transports()},
+                 {"transports", local->transports()},
+                 {"lane", std::string(to_string(lane))},
                  {"err_mode", std::string(cfg.peer_errors ? "peer" : "none")},
                  {"connect_ms", connect_ms},
                  {"register_ms", register_ms}};

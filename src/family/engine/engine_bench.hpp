@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/record.hpp"
 #include "engine/bootstrap.hpp"
 #include "engine/ucx.hpp"
@@ -14,6 +15,7 @@ namespace xb {
 // The fields engine adds to its records.
 namespace engine_field {
 inline constexpr FieldKey<std::string> mode{"mode"};
+inline constexpr FieldKey<std::string> lane{"lane"};
 inline constexpr FieldKey<std::int64_t> block{"block"};
 inline constexpr FieldKey<std::int64_t> requests{"requests"};
 inline constexpr FieldKey<std::string> lat_of{"lat_of"};
@@ -25,12 +27,39 @@ inline constexpr FieldKey<double> submit_us{"submit_us"};
 inline constexpr FieldKey<double> wait_us{"wait_us"};
 }  // namespace engine_field
 
+// The first letter: the client's local memory; the last: the server's
+// region (h host, d device: cudaMalloc on cuda, memory bound to the NUMA
+// node that is the device on the host backend).
 enum class EngineMode { h2h, h2d, d2h, d2d };
 const char* to_string(EngineMode m);
+inline bool client_on_device(EngineMode m) { return m == EngineMode::d2h || m == EngineMode::d2d; }
+inline bool server_on_device(EngineMode m) { return m == EngineMode::h2d || m == EngineMode::d2d; }
+
+// How the client's memory meets UCX: `ucx` registers it (host memory, and
+// device memory a UCX can register), `staged` moves it through two pinned
+// bounce buffers of --stage-chunk, device -> host -> UCX (writes) and
+// UCX -> host -> device (reads), the copy of one chunk overlapping the
+// transfer of the other.
+enum class EngineLane { automatic, ucx, staged };
+const char* to_string(EngineLane l);
+// The lane a run takes: `forced` unless automatic; automatic: ucx where UCX
+// can register the client's memory, else staged. Throws UsageError for
+// --lane ucx on memory UCX cannot register.
+EngineLane choose_lane(EngineLane forced, bool client_device, bool device_registrable,
+                       const std::string& backend);
+// The chunks (offset, length) of [0, length) in pieces of `chunk`, the last
+// one partial. Pure.
+std::vector<std::pair<Bytes, Bytes>> stage_chunks(Bytes length, Bytes chunk);
+// Whether UCX can register this backend's device memory: host (NUMA-bound
+// host memory), cuda with a CUDA-enabled UCX.
+bool device_memory_registrable(const Backend& b);
 
 struct EngineClientConfig {
   std::vector<engine::Op> ops{engine::Op::read};
   EngineMode mode = EngineMode::h2h;
+  int device = 0;                     // the client's device, for d2h and d2d
+  EngineLane lane = EngineLane::automatic;
+  Bytes stage_chunk = 1ULL << 20;     // --stage-chunk
   Bytes total = 64ULL << 20;  // -t per loop
   Bytes block = 64ULL << 10;  // -k
   int block_steps = 1;        // block * 2^i, i < steps
@@ -53,8 +82,9 @@ struct EngineRun {
   Params summary;  // ucx_version, transports, connect_ms, register_ms
 };
 
-// Runs every op and block size against the server behind `link`.
+// Runs every op and block size against the server behind `link`; the
+// client's memory comes from `backend` (device memory for d2h and d2d).
 EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& cfg,
-                            double connect_ms);
+                            double connect_ms, Backend& backend);
 
 }  // namespace xb

@@ -21,6 +21,8 @@ struct ServeArgs {
   std::string listen = "127.0.0.1:20000", size = "1G", token_file;
   int clients = 1;
   double accept_wait = 60;
+  std::string mem = "host", backend = "auto";
+  int device = 0;
 };
 
 struct ClientArgs {
@@ -31,6 +33,8 @@ struct ClientArgs {
   bool async = false;
   double connect_timeout = 10, timeout = 30;
   std::string err_mode = "auto";
+  int device = 0, server_device = 0;
+  std::string lane = "auto", stage_chunk = "1M";
 };
 
 void log_line(const std::string& s) { std::fprintf(stderr, "engine: %s\n", s.c_str()); }
@@ -76,8 +80,49 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.check = !a.run.no_check;
   c.timeout_s = a.timeout;
   c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
-  engine_blocks(c);                      // validates
+  c.device = a.device;
+  c.lane = a.lane == "ucx" ? EngineLane::ucx : a.lane == "staged" ? EngineLane::staged
+                                                                  : EngineLane::automatic;
+  c.stage_chunk = parse_size(a.stage_chunk, "--stage-chunk");
+  if (c.stage_chunk == 0) throw UsageError("--stage-chunk must be at least 1 byte");
+  engine_blocks(c);  // validates
   return c;
+}
+
+// The backend whose memory a side uses: `auto` is the host backend (the
+// engine is a host-network tool; its "device" there is a NUMA node).
+std::unique_ptr<Backend> engine_backend(const std::string& name) {
+  return make_backend(name == "auto" ? "host" : name);
+}
+
+void check_device(const Backend& b, int device, const char* option) {
+  const auto n = static_cast<int>(b.devices().size());
+  if (device < 0 || device >= n)
+    throw UsageError(fmt::format("{} {}: the {} backend has {} device{} (0..{})", option, device,
+                                 b.name(), n, n == 1 ? "" : "s", n - 1));
+}
+
+// The server's region on `device` of `b`: NUMA-bound memory on the host
+// backend. Other backends' device memory is not host-addressable, and the
+// server fills and checks its region through host access.
+std::unique_ptr<Buffer> server_region(Backend& b, int device, Bytes size, const char* option) {
+  check_device(b, device, option);
+  if (b.name() != "host")
+    throw UsageError(fmt::format(
+        "a server region in {} device memory is not in this version (the server fills and "
+        "checks its region through host access, and UCX {} cannot register it): serve host "
+        "memory, or device memory of the host backend (a NUMA node)",
+        b.name(), engine::ucx_version()));
+  const Bytes free = b.free_memory(MemKind::device, device);
+  if (free && size > free)
+    throw UsageError(fmt::format("the region ({}) is larger than device {}'s free memory ({})",
+                                 format_capacity(size), device, format_capacity(free)));
+  return b.allocate(MemKind::device, device, size);
+}
+
+std::string device_note(const Backend& b, int device) {
+  return fmt::format("device memory of {} device {} ({})", b.name(), device,
+                     b.devices()[static_cast<std::size_t>(device)].name);
 }
 
 Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
@@ -91,7 +136,10 @@ Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
           {"warmup", static_cast<std::int64_t>(c.warmup)},
           {"async", c.async},
           {"batch", static_cast<std::int64_t>(c.batch)},
-          {"check", c.check}};
+          {"check", c.check},
+          {"device", static_cast<std::int64_t>(c.device)},
+          {"lane", a.lane},
+          {"stage_chunk", static_cast<std::int64_t>(c.stage_chunk)}};
 }
 
 void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
@@ -102,9 +150,23 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
         ->default_str("10");
   }
   app.add_option("--op", a.ops, "read, write, or read,write")->default_str("read");
-  app.add_option("--mode", a.mode, "h2h, h2d, d2h, d2d")
+  app.add_option("--mode", a.mode,
+                 "h2h, h2d, d2h, d2d: the client's memory, then the server's region (h host, d "
+                 "device: a NUMA node on the host backend, cudaMalloc on cuda)")
       ->check(CLI::IsMember({"h2h", "h2d", "d2h", "d2d"}))
       ->default_str("h2h");
+  app.add_option("--device", a.device, "the client's device (d2h, d2d)")->default_str("0");
+  if (!with_connect)
+    app.add_option("--server-device", a.server_device, "the server's device (h2d, d2d)")
+        ->default_str("0");
+  app.add_option("--lane", a.lane,
+                 "auto, ucx (UCX registers the client's memory) or staged (device memory through "
+                 "pinned bounce buffers)")
+      ->check(CLI::IsMember({"auto", "ucx", "staged"}))
+      ->default_str("auto");
+  app.add_option("--stage-chunk", a.stage_chunk, "bytes per bounce buffer of the staged lane")
+      ->type_name("SIZE")
+      ->default_str("1M");
   app.add_option("-t,--total-size", a.total, "bytes moved per loop")->type_name("SIZE");
   app.add_option("-k,--block-size", a.block, "bytes per request")
       ->type_name("SIZE")
@@ -125,9 +187,10 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
                    .check = "skip verification"});
 }
 
-int emit_engine(const Family& f, const RunOptions& opts, EngineRun run, Params params) {
+int emit_engine(const Family& f, const RunOptions& opts, const Backend& backend, EngineRun run,
+                Params params) {
   Output out(opts);
-  const EnvInfo env = env_of(*make_backend("host"));  // host_only() was checked before the run
+  const EnvInfo env = env_of(backend);
   return report_once(
       f, {"engine", env, std::move(params), std::move(run.records), std::move(run.summary)}, opts,
       out);
@@ -139,14 +202,17 @@ int run_client(const Family& f, const ClientArgs& a) {
   if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors(host);
   const std::string token = engine::load_token(a.token_file);
   if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
-  const RunOptions opts = host_only(a.run, "engine");
+  const RunOptions& opts = a.run;
+  auto backend = engine_backend(opts.backend);
+  if (client_on_device(cfg.mode)) check_device(*backend, cfg.device, "--device");
   Output check_output(opts);  // a bad -o fails before connecting
   const auto t0 = Clock::now();
-  engine::ServerLink link(host, port, token, engine_digest(cfg), a.connect_timeout, 10);
+  engine::ServerLink link(host, port, token, engine_digest(cfg),
+                          server_on_device(cfg.mode) ? "device" : "host", a.connect_timeout, 10);
   const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
-  EngineRun run = run_engine_client(link, cfg, connect_ms);
+  EngineRun run = run_engine_client(link, cfg, connect_ms, *backend);
   link.bye();
-  return emit_engine(f, opts, std::move(run), params_of(a, cfg));
+  return emit_engine(f, opts, *backend, std::move(run), params_of(a, cfg));
 }
 
 int run_serve(const ServeArgs& a) {
@@ -155,6 +221,15 @@ int run_serve(const ServeArgs& a) {
   cfg.size = parse_size(a.size, "--size");
   cfg.clients = a.clients;
   cfg.accept_wait_s = a.accept_wait;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Buffer> region;
+  if (a.mem == "device") {
+    backend = engine_backend(a.backend);
+    region = server_region(*backend, a.device, cfg.size, "--device");
+    cfg.memory = static_cast<std::byte*>(region->data());
+    cfg.kind = "device";
+    cfg.kind_note = device_note(*backend, a.device);
+  }
   cfg.token = engine::load_token(a.token_file);
   if (cfg.token.empty()) {
     cfg.token = engine::make_token();
@@ -174,11 +249,20 @@ int run_serve(const ServeArgs& a) {
 int run_selftest(const Family& f, const ClientArgs& a) {
   EngineClientConfig cfg = to_config(a);
   if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors("127.0.0.1");
-  const RunOptions opts = host_only(a.run, "engine");
+  const RunOptions& opts = a.run;
+  auto backend = engine_backend(opts.backend);
+  if (client_on_device(cfg.mode)) check_device(*backend, cfg.device, "--device");
   Output check_output(opts);
   engine::ServerConfig sc;
   sc.port = 0;
   sc.size = std::max<Bytes>(cfg.total, 1ULL << 20);
+  std::unique_ptr<Buffer> region;
+  if (server_on_device(cfg.mode)) {
+    region = server_region(*backend, a.server_device, sc.size, "--server-device");
+    sc.memory = static_cast<std::byte*>(region->data());
+    sc.kind = "device";
+    sc.kind_note = device_note(*backend, a.server_device);
+  }
   sc.token = engine::make_token();
   sc.accept_wait_s = 30;
   std::promise<int> port;
@@ -193,24 +277,25 @@ int run_selftest(const Family& f, const ClientArgs& a) {
   EngineRun all;
   {
     const auto t0 = Clock::now();
-    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", 10, 10);
+    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", sc.kind, 10, 10);
     const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
     for (bool async : {false, true}) {
       cfg.async = async;
-      EngineRun run = run_engine_client(link, cfg, connect_ms);
+      EngineRun run = run_engine_client(link, cfg, connect_ms, *backend);
       for (auto& r : run.records) all.records.push_back(std::move(r));
       all.summary = std::move(run.summary);
     }
     link.bye();
   }
   server.get();
-  return emit_engine(f, opts, std::move(all), params_of(a, cfg));
+  return emit_engine(f, opts, *backend, std::move(all), params_of(a, cfg));
 }
 
 class EngineFamily final : public Family {
  public:
   EngineFamily() {
     schema_.add(engine_field::mode, FieldRole::key, "h2h, h2d, d2h, d2d: client and server memory")
+        .add(engine_field::lane, FieldRole::info, "ucx or staged: how the client's memory meets UCX")
         .add(engine_field::block, FieldRole::key, "bytes per request")
         .add(engine_field::requests, FieldRole::info, "requests per loop")
         .add(engine_field::lat_of, FieldRole::info, "what the latencies time: request or batch")
@@ -228,7 +313,12 @@ class EngineFamily final : public Family {
     for (const char* op : {"read", "write"})
       r.add({fmt::format("engine.{}", op), "engine",
              fmt::format("one-sided {} of a server's registered region over UCX", op),
-             host_memory_only});
+             [](const Capabilities& c) {
+               return c.backend == "host" || c.backend == "cuda"
+                          ? Support::yes()
+                          : Support::no("this version's engine reaches host memory, the host "
+                                        "backend's NUMA nodes and CUDA memory (staged) only");
+             }});
   }
   std::string table_note(const Report&) const override { return engine_note(); }
   std::string tables(const Report& r) const override { return engine_tables(r); }
@@ -247,6 +337,15 @@ class EngineFamily final : public Family {
                            "shared token; created if missing (or XFERBENCH_TOKEN)");
     serve_app_->add_option("--accept-wait", serve_.accept_wait, "seconds to wait for all clients")
         ->default_str("60");
+    serve_app_->add_option("--mem", serve_.mem,
+                           "the region's memory: host, or device (--device of --backend; the "
+                           "host backend's devices are its NUMA nodes)")
+        ->check(CLI::IsMember({"host", "device"}))
+        ->default_str("host");
+    serve_app_->add_option("--device", serve_.device, "the device of --mem device")
+        ->default_str("0");
+    serve_app_->add_option("--backend", serve_.backend, "whose device memory (auto: host)")
+        ->default_str("auto");
     client_app_ =
         app.add_subcommand("client", "read/write the server's region and report throughput");
     add_client_options(*client_app_, client_, true);
@@ -259,7 +358,10 @@ class EngineFamily final : public Family {
     app.footer(R"(Examples:
   xferbench engine serve --listen 127.0.0.1:20000 --size 1G --clients 2 --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
-  xferbench engine selftest)");
+  xferbench engine selftest
+  xferbench engine selftest --mode d2d --device 0 --server-device 0
+  xferbench engine serve --mem device --device 1 --size 1G --token-file tok
+  xferbench engine client --connect 127.0.0.1:20000 --token-file tok --mode d2d --lane staged --stage-chunk 4M)");
   }
 
   int run(const Invocation&) override {

@@ -15,8 +15,10 @@ std::string table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
   const bool async = f.method == "async";
   std::string out =
-      fmt::format("\n{} · {} · mode {} · {} per loop{}\n", f.kase, f.method,
-                  field_text(f, engine_field::mode), format_size(f.bytes),
+      fmt::format("\n{} · {} · mode {}{} · {} per loop{}\n", f.kase, f.method,
+                  field_text(f, engine_field::mode),
+                  f.get(engine_field::lane) ? " · lane " + field_text(f, engine_field::lane) : "",
+                  format_size(f.bytes),
                   async ? fmt::format(" · batch {}", field_text(f, engine_field::batch)) : "");
   out += fmt::format("{:>12} {:>9} {:>6} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}", "Block(Bytes)",
                      "Requests", "Loops", "GB/s", "Max GB/s", "Loop(ms)",

@@ -27,13 +27,20 @@ int source_of(int r, int j, int n) { return (r + 1 + j % (n - 1)) % n; }
 
 struct Mesh {
   engine::Worker worker;
+  std::unique_ptr<Buffer> device;  // --mem device: under `local`
   std::unique_ptr<engine::Region> pool, local;
   std::vector<std::unique_ptr<engine::Remote>> peers;  // by rank, null for self
 };
 
-void connect(Runtime& rt, Mesh& m, Bytes pool_bytes, const KvConfig& cfg) {
+void connect(Runtime& rt, Mesh& m, Bytes pool_bytes, const KvConfig& cfg, Backend& be) {
   m.pool = std::make_unique<engine::Region>(m.worker, pool_bytes);
-  m.local = std::make_unique<engine::Region>(m.worker, pool_bytes);
+  if (cfg.device_mem) {
+    const int dev = rt.local_rank() % static_cast<int>(be.devices().size());
+    m.device = be.allocate(MemKind::device, dev, pool_bytes);
+    m.local = std::make_unique<engine::Region>(m.worker, m.device->data(), pool_bytes);
+  } else {
+    m.local = std::make_unique<engine::Region>(m.worker, pool_bytes);
+  }
   fill_pattern(std::span(m.pool->data(), pool_bytes), pool_seed(rt.rank()), 0);
   const auto all = rt.allgather(engine::encode(m.pool->describe(0, pool_bytes, 0)));
   m.peers.resize(static_cast<std::size_t>(rt.size()));
@@ -141,7 +148,7 @@ void validate_kv(Runtime& rt, const KvConfig& cfg) {
   if (!err.empty()) throw UsageError(err);
 }
 
-std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg) {
+std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg, Backend& backend) {
   std::vector<Record> mine;
   if (rt.size() < 2) {
     for (int b : cfg.blocks)
@@ -153,7 +160,7 @@ std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg) {
   const Bytes bb = cfg.block_bytes;
   const int maxb = *std::max_element(cfg.blocks.begin(), cfg.blocks.end());
   Mesh m;
-  if (auto err = agree_on(rt, [&] { connect(rt, m, static_cast<Bytes>(maxb) * bb, cfg); });
+  if (auto err = agree_on(rt, [&] { connect(rt, m, static_cast<Bytes>(maxb) * bb, cfg, backend); });
       !err.empty())
     throw RuntimeError(err);
   // While waiting for others, keep serving their one-sided traffic (TCP).

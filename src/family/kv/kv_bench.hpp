@@ -5,6 +5,7 @@
 // its peers into its own memory. Per-rank figures plus a summary.
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/record.hpp"
 #include "runtime/runtime.hpp"
 
@@ -24,6 +25,10 @@ struct KvConfig {
   int warmup = 1;  // discarded rounds
   bool check = true;
   double timeout_s = 60;
+  // --mem device: each rank's own blocks (what it puts from and gets into)
+  // in device memory of its device (local rank modulo the devices): seed
+  // 004's D2RH put and RH2D get. The pools the peers reach stay host memory.
+  bool device_mem = false;
 };
 
 // Throws UsageError (same on every rank) for zero blocks/rounds or pools
@@ -32,6 +37,8 @@ void validate_kv(Runtime& rt, const KvConfig& cfg);
 
 // Collective. Records, on every rank: per rank "get" (and rank 0's "put"),
 // and the summary rows "get_avg" and "get_max" per block count.
-std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg);
+// `backend` provides the device memory of --mem device (host-addressable:
+// the host backend's NUMA nodes).
+std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg, Backend& backend);
 
 }  // namespace xb

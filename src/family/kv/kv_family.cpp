@@ -9,6 +9,7 @@
 #include "family/engine/engine_family.hpp"
 #include "family/kv/kv_bench.hpp"
 #include "family/run.hpp"
+#include "report/table_kit.hpp"
 
 namespace xb {
 namespace {
@@ -46,7 +47,13 @@ class KvFamily final : public Family {
     r.add({"kv.get", "kv", "every rank reads its blocks from the others", host_memory_only});
     r.add({"kv.put", "kv", "rank 0 writes blocks to every peer", host_memory_only});
   }
-  std::string table_note(const Report&) const override { return engine_note(); }
+  std::string table_note(const Report& r) const override {
+    std::string note = engine_note();
+    if (const FieldValue* v = find_field(r.params, "mem");
+        v && std::holds_alternative<std::string>(*v) && std::get<std::string>(*v) == "device")
+      note += "each rank's own blocks in device memory: put = D2RH, get = RH2D (seed 004)\n";
+    return note;
+  }
   std::string tables(const Report& r) const override { return kv_tables(r); }
 
   void add_options(CLI::App& app) override {
@@ -56,6 +63,12 @@ class KvFamily final : public Family {
            "bytes per KV block (default 61 x (128K + 16K) = 8784 KiB)")
         ->type_name("SIZE");
     app.add_option("--blocks", blocks_, "blocks per round, comma list")->default_str("16,32,48,64");
+    app.add_option_function<std::string>(
+           "--mem", [this](const std::string& m) { cfg_.device_mem = m == "device"; },
+           "each rank's own blocks: host, or device (seed 004's D2RH put, RH2D get; on the host "
+           "backend the device is the rank's NUMA node)")
+        ->check(CLI::IsMember({"host", "device"}))
+        ->default_str("host");
     add_run_options(app, run_,
                     {.iters = "timed rounds (default 5)",
                      .warmup = "warm-up rounds (default 1)",
@@ -66,7 +79,8 @@ class KvFamily final : public Family {
 writes the blocks to every peer. GB/s = bytes of the round / round time (per rank for get).
 Examples:
   mpiexec -n 4 xferbench kv
-  xferbench kv --ranks 3 --block-bytes 1M --blocks 8,16 --format json -o kv.json)");
+  xferbench kv --ranks 3 --block-bytes 1M --blocks 8,16 --format json -o kv.json
+  mpiexec -n 2 xferbench kv --mem device --block-bytes 1M --blocks 8)");
   }
 
   int run(const Invocation& inv) override {
@@ -77,8 +91,9 @@ Examples:
     const RunOptions opts = host_only(run_, "kv");
     Ranked r =
         start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_kv(rt, cfg_); });
-    std::vector<Record> recs = run_kv(*r.rt, cfg_);
+    std::vector<Record> recs = run_kv(*r.rt, cfg_, *r.backend);
     const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
+                           {"mem", std::string(cfg_.device_mem ? "device" : "host")},
                            {"blocks", blocks_},
                            {"iters", std::int64_t{cfg_.iters}},
                            {"warmup", std::int64_t{cfg_.warmup}},
