@@ -83,6 +83,7 @@ struct HostBackend::Topo {
 };
 
 HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
+  if (const char* t = std::getenv("XFERBENCH_HOST_THROTTLE"); t && *t) throttles_ = parse_throttle(t);
   hwloc_topology_t t = topo_->hwloc.get();
   const int nnodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < nnodes; ++i) {
@@ -213,7 +214,8 @@ CopierOptions with_defaults(CopierOptions opts) {
 }  // namespace
 
 std::unique_ptr<Stream> HostBackend::create_stream(int device, const CopierOptions& opts) {
-  return std::make_unique<HostStream>(device, engine(device, with_defaults(opts).threads));
+  return std::make_unique<HostStream>(device, engine(device, with_defaults(opts).threads),
+                                      &throttles_);
 }
 
 std::unique_ptr<Event> HostBackend::create_event() { return std::make_unique<HostEvent>(); }

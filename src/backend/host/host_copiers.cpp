@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <set>
+#include <thread>
 
 #include "backend/host/host_internal.hpp"
 #include "core/error.hpp"
@@ -54,6 +55,23 @@ WorkerPool::Done signal(std::shared_ptr<EventState> st) {
 
 }  // namespace
 
+// ---- throttle (test-only) ------------------------------------------------------
+
+std::string copy_direction(const Buffer& src, const Buffer& dst) {
+  const bool sd = src.kind() == MemKind::device, dd = dst.kind() == MemKind::device;
+  if (sd && dd) return src.device() == dst.device() ? "d2d" : "p2p";
+  return sd ? "d2h" : dd ? "h2d" : "h2h";
+}
+
+WorkerPool::Part throttled(WorkerPool::Part part, double factor) {
+  if (factor >= 1) return part;
+  return [part = std::move(part), factor](int w, int nw) {
+    const auto t0 = Clock::now();
+    part(w, nw);
+    std::this_thread::sleep_for((Clock::now() - t0) * (1 / factor - 1));
+  };
+}
+
 // ---- streams ----------------------------------------------------------------
 
 void HostStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) {
@@ -61,10 +79,15 @@ void HostStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes
   check_range(dst, dst_off, n, "copy");
   const auto* s = static_cast<const std::byte*>(src.data()) + src_off;
   auto* d = static_cast<std::byte*>(dst.data()) + dst_off;
-  engine_.submit([s, d, n](int w, int nw) {
-    const Piece p = piece_of(n, w, nw);
-    if (p.length) std::memcpy(d + p.offset, s + p.offset, p.length);
-  });
+  const double f = throttles_ ? throttle_factor(*throttles_, copy_direction(src, dst), src.device(),
+                                                dst.device())
+                              : 1.0;
+  engine_.submit(throttled(
+      [s, d, n](int w, int nw) {
+        const Piece p = piece_of(n, w, nw);
+        if (p.length) std::memcpy(d + p.offset, s + p.offset, p.length);
+      },
+      f));
 }
 
 void HostStream::record(Event& event) {
@@ -122,7 +145,7 @@ class DmaCopier final : public Copier {
     for (const auto& op : ops) {
       const int dev = executing_device(op);
       auto& engine = backend_.engine(dev, opts_.threads);
-      streams.try_emplace(dev, dev, engine);
+      streams.try_emplace(dev, dev, engine, &backend_.throttles());
       pools.insert(&engine);
     }
     std::vector<HostEvent> events(ops.size());
@@ -153,7 +176,9 @@ class CoreCopier final : public Copier {
     return run_gated(pools, ops.size(), [&](std::size_t i) {
       const int d = executing_device(ops[i]);
       auto st = std::make_shared<EventState>();
-      pools_[d]->submit(staged_part(ops[i], tiles_[d].get()), signal(st));
+      pools_[d]->submit(
+          throttled(staged_part(ops[i], tiles_[d].get()), backend_.throttle(*ops[i].src, *ops[i].dst)),
+          signal(st));
       return st;
     });
   }

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "backend/backend.hpp"
+#include "backend/host/throttle.hpp"
 #include "backend/host/worker_pool.hpp"
 
 namespace xb::host {
@@ -46,9 +47,16 @@ struct Piece {
 };
 Piece piece_of(Bytes n, int i, int parts);
 
+// The direction of a copy between these buffers ("h2d", "d2h", "d2d",
+// "p2p", "h2h") and the factor XFERBENCH_HOST_THROTTLE gives it.
+std::string copy_direction(const Buffer& src, const Buffer& dst);
+// Wraps a worker's part so that it takes 1/factor of its time (factor < 1).
+WorkerPool::Part throttled(WorkerPool::Part part, double factor);
+
 class HostStream final : public Stream {
  public:
-  HostStream(int device, WorkerPool& engine) : device_(device), engine_(engine) {}
+  HostStream(int device, WorkerPool& engine, const std::vector<Throttle>* throttles = nullptr)
+      : device_(device), engine_(engine), throttles_(throttles) {}
   int device() const override { return device_; }
   void copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) override;
   void record(Event& event) override;
@@ -57,6 +65,7 @@ class HostStream final : public Stream {
  private:
   int device_;
   WorkerPool& engine_;
+  const std::vector<Throttle>* throttles_;
 };
 
 class HostBackend final : public Backend {
@@ -84,6 +93,11 @@ class HostBackend final : public Backend {
   const std::vector<unsigned>& device_cpus(int device) const;
   // The copy engine of a device with `threads` workers, started on first use.
   WorkerPool& engine(int device, int threads);
+  // XFERBENCH_HOST_THROTTLE, parsed once (test-only fault injection).
+  const std::vector<Throttle>& throttles() const { return throttles_; }
+  double throttle(const Buffer& src, const Buffer& dst) const {
+    return throttle_factor(throttles_, copy_direction(src, dst), src.device(), dst.device());
+  }
 
  private:
   void check_device(int device) const;
@@ -93,6 +107,7 @@ class HostBackend final : public Backend {
   std::vector<NodeInfo> nodes_;
   std::vector<int> device_node_;  // device id -> index into nodes_
   std::vector<DeviceInfo> devices_;
+  std::vector<Throttle> throttles_;
   std::mutex engines_mutex_;
   std::map<std::pair<int, int>, std::unique_ptr<WorkerPool>> engines_;
 };

@@ -1,0 +1,56 @@
+#include "backend/host/throttle.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/error.hpp"
+
+namespace xb::host {
+
+std::vector<Throttle> parse_throttle(const std::string& text) {
+  std::vector<Throttle> out;
+  const auto bad = [&](const std::string& item) {
+    return UsageError(fmt::format(
+        "XFERBENCH_HOST_THROTTLE='{}': '{}' is not DEVICE:FACTOR[:h2d|d2h|d2d|p2p] with FACTOR "
+        "in (0, 1]",
+        text, item));
+  };
+  std::size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    const std::size_t c1 = item.find(':');
+    if (c1 == std::string::npos) throw bad(item);
+    const std::size_t c2 = item.find(':', c1 + 1);
+    Throttle t;
+    const std::string dev = item.substr(0, c1);
+    const std::string fac = item.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+    if (c2 != std::string::npos) t.dir = item.substr(c2 + 1);
+    auto [p, ec] = std::from_chars(dev.data(), dev.data() + dev.size(), t.device);
+    if (dev.empty() || ec != std::errc() || p != dev.data() + dev.size() || t.device < 0)
+      throw bad(item);
+    try {
+      std::size_t used = 0;
+      t.factor = std::stod(fac, &used);
+      if (used != fac.size()) throw bad(item);
+    } catch (const std::logic_error&) {
+      throw bad(item);
+    }
+    if (!(t.factor > 0 && t.factor <= 1)) throw bad(item);
+    if (!t.dir.empty() && t.dir != "h2d" && t.dir != "d2h" && t.dir != "d2d" && t.dir != "p2p")
+      throw bad(item);
+    out.push_back(t);
+    pos = end + 1;
+  }
+  return out;
+}
+
+double throttle_factor(const std::vector<Throttle>& t, const std::string& dir, int a, int b) {
+  double f = 1;
+  for (const auto& e : t)
+    if ((e.dir.empty() || e.dir == dir) && (e.device == a || e.device == b)) f *= e.factor;
+  return f;
+}
+
+}  // namespace xb::host

@@ -1,0 +1,28 @@
+#pragma once
+// A documented test-only knob: XFERBENCH_HOST_THROTTLE slows the host
+// backend's copies of one device, or one direction of it, so tests can
+// prove that `doctor` names a slow device, pair or direction. Its value is
+// a comma list of DEVICE:FACTOR[:DIR], FACTOR in (0, 1] (0.4: 40 % of the
+// speed), DIR one of h2d, d2h, d2d, p2p (default: every copy that touches
+// the device). Each worker stretches its part of a matching copy by
+// 1/FACTOR after doing it, so the copy really takes that long.
+#include <string>
+#include <vector>
+
+namespace xb::host {
+
+struct Throttle {
+  int device = 0;
+  double factor = 1;
+  std::string dir;  // "" = every direction
+};
+
+// Throws UsageError naming the variable for a malformed list.
+std::vector<Throttle> parse_throttle(const std::string& text);
+
+// The factor for a copy in direction `dir` ("h2d", "d2h", "d2d", "p2p",
+// "h2h") between devices `a` and `b` (-1 for host memory): the product of
+// the matching entries, 1 when none matches.
+double throttle_factor(const std::vector<Throttle>& t, const std::string& dir, int a, int b);
+
+}  // namespace xb::host
