@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 
 #include "core/error.hpp"
 #include "core/pattern.hpp"
@@ -384,6 +385,78 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
                  {"connect_ms", connect_ms},
                  {"register_ms", register_ms}};
   return run;
+}
+
+// ---- the server's region and the selftest ---------------------------------------
+
+void check_engine_device(const Backend& b, int device, const char* option) {
+  const auto n = static_cast<int>(b.devices().size());
+  if (device < 0 || device >= n)
+    throw UsageError(fmt::format("{} {}: the {} backend has {} device{} (0..{})", option, device,
+                                 b.name(), n, n == 1 ? "" : "s", n - 1));
+}
+
+// The server's region on `device` of `b`: NUMA-bound memory on the host
+// backend. Other backends' device memory is not host-addressable, and the
+// server fills and checks its region through host access.
+std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option) {
+  check_engine_device(b, device, option);
+  if (b.name() != "host")
+    throw UsageError(fmt::format(
+        "a server region in {} device memory is not in this version (the server fills and "
+        "checks its region through host access, and UCX {} cannot register it): serve host "
+        "memory, or device memory of the host backend (a NUMA node)",
+        b.name(), engine::ucx_version()));
+  const Bytes free = b.free_memory(MemKind::device, device);
+  if (free && size > free)
+    throw UsageError(fmt::format("the region ({}) is larger than device {}'s free memory ({})",
+                                 format_capacity(size), device, format_capacity(free)));
+  return b.allocate(MemKind::device, device, size);
+}
+
+std::string engine_device_note(const Backend& b, int device) {
+  return fmt::format("device memory of {} device {} ({})", b.name(), device,
+                     b.devices()[static_cast<std::size_t>(device)].name);
+}
+
+EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device,
+                          const std::vector<bool>& asyncs) {
+  engine::ServerConfig sc;
+  sc.port = 0;
+  sc.size = std::max<Bytes>(cfg.total, 1ULL << 20);
+  std::unique_ptr<Buffer> region;
+  if (server_on_device(cfg.mode)) {
+    region = engine_server_region(be, server_device, sc.size, "--server-device");
+    sc.memory = static_cast<std::byte*>(region->data());
+    sc.kind = "device";
+    sc.kind_note = engine_device_note(be, server_device);
+  }
+  sc.token = engine::make_token();
+  sc.accept_wait_s = 30;
+  std::promise<int> port;
+  sc.on_listening = [&](int p) { port.set_value(p); };
+  sc.log = [](const std::string&) {};
+  auto server = std::async(std::launch::async, [&] { return engine::serve(sc); });
+  auto ready = port.get_future();
+  if (ready.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    server.get();  // rethrows the server's error
+    throw RuntimeError("selftest server did not start");
+  }
+  EngineRun all;
+  {
+    const auto t0 = Clock::now();
+    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", sc.kind, 10, 10);
+    const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
+    for (bool async : asyncs) {
+      cfg.async = async;
+      EngineRun run = run_engine_client(link, cfg, connect_ms, be);
+      for (auto& r : run.records) all.records.push_back(std::move(r));
+      all.summary = std::move(run.summary);
+    }
+    link.bye();
+  }
+  server.get();
+  return all;
 }
 
 }  // namespace xb

@@ -87,4 +87,17 @@ struct EngineRun {
 EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& cfg,
                             double connect_ms, Backend& backend);
 
+// Throws UsageError unless `device` is one of b's devices (`option` names it).
+void check_engine_device(const Backend& b, int device, const char* option);
+// A server region of `size` bytes in device memory of `device` (the host
+// backend's NUMA nodes only in this version: the server fills and checks
+// its region through host access). Throws UsageError with the reason.
+std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option);
+// "device memory of host device 0 (NUMA node 0 (...))".
+std::string engine_device_note(const Backend& b, int device);
+// Server and client in one process on a free loopback port: one client
+// run per value of `asyncs` (sync and async by default), records in order.
+EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device,
+                          const std::vector<bool>& asyncs = {false, true});
+
 }  // namespace xb

@@ -95,36 +95,6 @@ std::unique_ptr<Backend> engine_backend(const std::string& name) {
   return make_backend(name == "auto" ? "host" : name);
 }
 
-void check_device(const Backend& b, int device, const char* option) {
-  const auto n = static_cast<int>(b.devices().size());
-  if (device < 0 || device >= n)
-    throw UsageError(fmt::format("{} {}: the {} backend has {} device{} (0..{})", option, device,
-                                 b.name(), n, n == 1 ? "" : "s", n - 1));
-}
-
-// The server's region on `device` of `b`: NUMA-bound memory on the host
-// backend. Other backends' device memory is not host-addressable, and the
-// server fills and checks its region through host access.
-std::unique_ptr<Buffer> server_region(Backend& b, int device, Bytes size, const char* option) {
-  check_device(b, device, option);
-  if (b.name() != "host")
-    throw UsageError(fmt::format(
-        "a server region in {} device memory is not in this version (the server fills and "
-        "checks its region through host access, and UCX {} cannot register it): serve host "
-        "memory, or device memory of the host backend (a NUMA node)",
-        b.name(), engine::ucx_version()));
-  const Bytes free = b.free_memory(MemKind::device, device);
-  if (free && size > free)
-    throw UsageError(fmt::format("the region ({}) is larger than device {}'s free memory ({})",
-                                 format_capacity(size), device, format_capacity(free)));
-  return b.allocate(MemKind::device, device, size);
-}
-
-std::string device_note(const Backend& b, int device) {
-  return fmt::format("device memory of {} device {} ({})", b.name(), device,
-                     b.devices()[static_cast<std::size_t>(device)].name);
-}
-
 Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
   return {{"connect", a.connect},
           {"op", a.ops},
@@ -204,7 +174,7 @@ int run_client(const Family& f, const ClientArgs& a) {
   if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
-  if (client_on_device(cfg.mode)) check_device(*backend, cfg.device, "--device");
+  if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
   Output check_output(opts);  // a bad -o fails before connecting
   const auto t0 = Clock::now();
   engine::ServerLink link(host, port, token, engine_digest(cfg),
@@ -225,10 +195,10 @@ int run_serve(const ServeArgs& a) {
   std::unique_ptr<Buffer> region;
   if (a.mem == "device") {
     backend = engine_backend(a.backend);
-    region = server_region(*backend, a.device, cfg.size, "--device");
+    region = engine_server_region(*backend, a.device, cfg.size, "--device");
     cfg.memory = static_cast<std::byte*>(region->data());
     cfg.kind = "device";
-    cfg.kind_note = device_note(*backend, a.device);
+    cfg.kind_note = engine_device_note(*backend, a.device);
   }
   cfg.token = engine::load_token(a.token_file);
   if (cfg.token.empty()) {
@@ -251,43 +221,9 @@ int run_selftest(const Family& f, const ClientArgs& a) {
   if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors("127.0.0.1");
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
-  if (client_on_device(cfg.mode)) check_device(*backend, cfg.device, "--device");
+  if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
   Output check_output(opts);
-  engine::ServerConfig sc;
-  sc.port = 0;
-  sc.size = std::max<Bytes>(cfg.total, 1ULL << 20);
-  std::unique_ptr<Buffer> region;
-  if (server_on_device(cfg.mode)) {
-    region = server_region(*backend, a.server_device, sc.size, "--server-device");
-    sc.memory = static_cast<std::byte*>(region->data());
-    sc.kind = "device";
-    sc.kind_note = device_note(*backend, a.server_device);
-  }
-  sc.token = engine::make_token();
-  sc.accept_wait_s = 30;
-  std::promise<int> port;
-  sc.on_listening = [&](int p) { port.set_value(p); };
-  sc.log = [](const std::string&) {};
-  auto server = std::async(std::launch::async, [&] { return engine::serve(sc); });
-  auto ready = port.get_future();
-  if (ready.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    server.get();  // rethrows the server's error
-    throw RuntimeError("selftest server did not start");
-  }
-  EngineRun all;
-  {
-    const auto t0 = Clock::now();
-    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", sc.kind, 10, 10);
-    const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
-    for (bool async : {false, true}) {
-      cfg.async = async;
-      EngineRun run = run_engine_client(link, cfg, connect_ms, *backend);
-      for (auto& r : run.records) all.records.push_back(std::move(r));
-      all.summary = std::move(run.summary);
-    }
-    link.bye();
-  }
-  server.get();
+  EngineRun all = engine_selftest(cfg, *backend, a.server_device);
   return emit_engine(f, opts, *backend, std::move(all), params_of(a, cfg));
 }
 
