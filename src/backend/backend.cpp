@@ -42,6 +42,8 @@ Support Backend::copier_fits(Method, const CopierOptions&) const { return Suppor
 
 Support Backend::communicator_fits(Runtime&) { return Support::yes(); }
 
+LinkFacts Backend::link_facts(int) const { return {}; }
+
 Support Backend::fused_fits(Runtime&, const FusedConfig&) {
   return Support::no(fmt::format(
       "gemm-ar has no fused device operator on the {} backend in this version", name()));

@@ -54,6 +54,16 @@ class Buffer {
   void* data_;
 };
 
+// What a device's links are, read from the topology, for `doctor`'s
+// expected figures. Zero / empty: unknown on this backend or machine.
+struct LinkFacts {
+  std::string pcie_current_speed, pcie_max_speed;  // sysfs text: "32.0 GT/s PCIe"
+  int pcie_width = 0, pcie_max_width = 0;           // lanes
+  double mem_clock_khz = 0;                         // device memory clock (peak)
+  int mem_bus_bits = 0;                             // device memory bus width
+  std::string source;  // where the facts come from ("sysfs 0000:17:00.0, CUDA attributes")
+};
+
 // A completion marker recorded on a stream; carries the time it completed.
 class Event {
  public:
@@ -142,6 +152,9 @@ class Backend {
   // Collective, the same verdict on every rank: whether communicator(rt)
   // can be made for these ranks (NCCL and HCCL: one device per rank).
   virtual Support communicator_fits(Runtime& rt);
+
+  // The links of `device` as the topology reports them (doctor); default: none.
+  virtual LinkFacts link_facts(int device) const;
 
   // gemm-ar's fused GEMM + AllReduce on this backend's devices (seed 002).
   // fused_fits is local (no communication): whether this rank can run

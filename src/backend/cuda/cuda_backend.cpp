@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "backend/cuda/cuda_internal.hpp"
 #include "coll/fused.hpp"
@@ -261,6 +262,39 @@ std::unique_ptr<Copier> CudaBackend::copier(Method m, const CopierOptions& opts)
 
 Support CudaBackend::copier_fits(Method m, const CopierOptions& opts) const {
   return cuda::copier_fits(*this, m, opts);
+}
+
+LinkFacts CudaBackend::link_facts(int device) const {
+  check_device(device);
+  LinkFacts f;
+  std::string pci = gpu(device).pci;
+  for (auto& c : pci) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto read = [&](const char* leaf) {
+    std::ifstream in("/sys/bus/pci/devices/" + pci + "/" + leaf);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  const auto number = [](const std::string& s) {
+    try {
+      return s.empty() ? 0 : std::stoi(s);
+    } catch (const std::exception&) {
+      return 0;
+    }
+  };
+  f.pcie_current_speed = read("current_link_speed");
+  f.pcie_max_speed = read("max_link_speed");
+  f.pcie_width = number(read("current_link_width"));
+  f.pcie_max_width = number(read("max_link_width"));
+  int clock = 0, bus = 0;
+  if (cudaDeviceGetAttribute(&clock, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess) {
+    f.mem_clock_khz = clock;
+    f.mem_bus_bits = bus;
+  }
+  (void)cudaGetLastError();
+  f.source = fmt::format("sysfs {}, CUDA attributes", pci);
+  return f;
 }
 
 Support CudaBackend::fused_fits(Runtime& rt, const FusedConfig& cfg) {

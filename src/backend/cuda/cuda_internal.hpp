@@ -96,6 +96,9 @@ class CudaBackend final : public Backend {
   // gemm-ar's fused operator (cuda_fused.cpp): one GPU per local rank
   // (modulo the GPUs), several ranks on one GPU allowed.
   Support fused_fits(Runtime& rt, const FusedConfig& cfg) override;
+  // PCIe link from sysfs (by the GPU's PCI address), memory clock and bus
+  // width from CUDA attributes.
+  LinkFacts link_facts(int device) const override;
   std::unique_ptr<FusedGemmAllReduce> fused_gemm_allreduce(Runtime& rt,
                                                            const FusedConfig& cfg) override;
 

@@ -12,8 +12,8 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
   std::vector<Throttle> out;
   const auto bad = [&](const std::string& item) {
     return UsageError(fmt::format(
-        "XFERBENCH_HOST_THROTTLE='{}': '{}' is not DEVICE:FACTOR[:h2d|d2h|d2d|p2p] with FACTOR "
-        "in (0, 1]",
+        "XFERBENCH_HOST_THROTTLE='{}': '{}' is not DEVICE:FACTOR[:h2d|d2h|d2d|p2p] or A-B:FACTOR "
+        "with FACTOR in (0, 1]",
         text, item));
   };
   std::size_t pos = 0;
@@ -24,9 +24,20 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
     if (c1 == std::string::npos) throw bad(item);
     const std::size_t c2 = item.find(':', c1 + 1);
     Throttle t;
-    const std::string dev = item.substr(0, c1);
+    std::string dev = item.substr(0, c1);
+    if (const std::size_t dash = dev.find('-'); dash != std::string::npos) {
+      const std::string peer = dev.substr(dash + 1);
+      auto [pp, pec] = std::from_chars(peer.data(), peer.data() + peer.size(), t.peer);
+      if (peer.empty() || pec != std::errc() || pp != peer.data() + peer.size() || t.peer < 0)
+        throw bad(item);
+      dev = dev.substr(0, dash);
+      t.dir = "p2p";
+    }
     const std::string fac = item.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-    if (c2 != std::string::npos) t.dir = item.substr(c2 + 1);
+    if (c2 != std::string::npos) {
+      if (t.peer >= 0) throw bad(item);  // a pair is p2p already
+      t.dir = item.substr(c2 + 1);
+    }
     auto [p, ec] = std::from_chars(dev.data(), dev.data() + dev.size(), t.device);
     if (dev.empty() || ec != std::errc() || p != dev.data() + dev.size() || t.device < 0)
       throw bad(item);
@@ -49,7 +60,10 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
 double throttle_factor(const std::vector<Throttle>& t, const std::string& dir, int a, int b) {
   double f = 1;
   for (const auto& e : t)
-    if ((e.dir.empty() || e.dir == dir) && (e.device == a || e.device == b)) f *= e.factor;
+    if ((e.dir.empty() || e.dir == dir) &&
+        (e.peer < 0 ? e.device == a || e.device == b
+                    : (e.device == a && e.peer == b) || (e.device == b && e.peer == a)))
+      f *= e.factor;
   return f;
 }
 

@@ -4,7 +4,8 @@
 // prove that `doctor` names a slow device, pair or direction. Its value is
 // a comma list of DEVICE:FACTOR[:DIR], FACTOR in (0, 1] (0.4: 40 % of the
 // speed), DIR one of h2d, d2h, d2d, p2p (default: every copy that touches
-// the device). Each worker stretches its part of a matching copy by
+// the device); or A-B:FACTOR, the p2p copies between devices A and B (both
+// ways) only. Each worker stretches its part of a matching copy by
 // 1/FACTOR after doing it, so the copy really takes that long.
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@ namespace xb::host {
 
 struct Throttle {
   int device = 0;
+  int peer = -1;  // A-B: the other device of the pair; -1: any
   double factor = 1;
   std::string dir;  // "" = every direction
 };

@@ -1,0 +1,66 @@
+// doctor's judgement (pure) and the host backend's throttle knob.
+#include <gtest/gtest.h>
+
+#include "backend/host/throttle.hpp"
+#include "core/error.hpp"
+#include "family/doctor/doctor_checks.hpp"
+
+namespace xb {
+
+TEST(DoctorLinks, SysfsSpeedsAndWhatALinkGives) {
+  EXPECT_EQ(parse_link_speed("32.0 GT/s PCIe"), 32.0);
+  EXPECT_EQ(parse_link_speed("8 GT/s"), 8.0);
+  EXPECT_EQ(parse_link_speed("2.5 GT/s PCIe"), 2.5);
+  EXPECT_FALSE(parse_link_speed("Unknown"));
+  EXPECT_FALSE(parse_link_speed(""));
+  EXPECT_FALSE(parse_link_speed("16"));
+  // An H200's Gen5 x16: 63.0 GB/s raw per direction (the figure topo prints).
+  EXPECT_NEAR(pcie_lane_gbps(32.0) * 16, 63.015, 0.01);
+  EXPECT_NEAR(pcie_lane_gbps(16.0) * 8, 15.75, 0.01);  // Gen4 x8: a link trained low
+  EXPECT_NEAR(pcie_lane_gbps(2.5), 0.25, 1e-9);        // 8b/10b
+  EXPECT_NEAR(pcie_lane_gbps(64.0), 64.0 * 242 / 256 / 8, 1e-9);  // FLIT
+  EXPECT_EQ(pcie_generation(32.0), "Gen5");
+  EXPECT_EQ(pcie_generation(8.0), "Gen3");
+  // Recorded CUDA attributes of an H200: 3.2 GHz memory clock, 6144-bit bus.
+  EXPECT_NEAR(memory_peak_gbps(3201000, 6144), 4917.1, 0.5);
+}
+
+TEST(DoctorGrades, RatiosAndPeers) {
+  EXPECT_EQ(grade(0.95), Verdict::pass);
+  EXPECT_EQ(grade(0.8), Verdict::pass);
+  EXPECT_EQ(grade(0.6), Verdict::warn);
+  EXPECT_EQ(grade(0.4), Verdict::fail);
+  EXPECT_EQ(grade(0), Verdict::fail);
+  EXPECT_EQ(grade(0.25, 0.3, 0.1), Verdict::warn);
+  EXPECT_TRUE(peer_ratios({5}).empty());
+  const auto two = peer_ratios({4, 10});  // two peers: against the best
+  EXPECT_DOUBLE_EQ(two[0], 0.4);
+  EXPECT_DOUBLE_EQ(two[1], 1.0);
+  const auto three = peer_ratios({10, 4, 9});  // three or more: against the median
+  EXPECT_NEAR(three[1], 4.0 / 9, 1e-12);
+  EXPECT_NEAR(three[0], 10.0 / 9, 1e-12);
+  const auto four = peer_ratios({10, 10, 3, 10});
+  EXPECT_DOUBLE_EQ(four[2], 0.3);
+  EXPECT_STREQ(to_string(Verdict::none), "-");
+}
+
+TEST(HostThrottle, ParsesDevicesDirectionsAndPairs) {
+  using host::parse_throttle;
+  using host::throttle_factor;
+  const auto t = parse_throttle("1:0.4,2:0.5:h2d,0-3:0.25");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "d2d", 1, 1), 0.4);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 0, 1), 0.4);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "h2d", -1, 2), 0.5);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "d2h", 2, -1), 1.0);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 3, 0), 0.25);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "d2d", 0, 0), 1.0);  // a pair throttles p2p only
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 1, 3), 0.4);  // device 1 only: 0-3 is another pair
+  for (const char* bad : {"x", "1", "1:0", "1:1.5", "1:0.5:up", "-1:0.5", "0-:0.5", "0-1:0.5:h2d",
+                          "1:0.5x"})
+    EXPECT_THROW(parse_throttle(bad), UsageError) << bad;
+  EXPECT_TRUE(parse_throttle("").empty());
+}
+
+}  // namespace xb
