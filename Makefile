@@ -7,7 +7,7 @@ BUILD := build/$(PRESET)
 XB := $(BUILD)/xferbench
 PEERS ?= build/peers
 
-.PHONY: all deps configure build run test test-release test-fake-accel test-asan bench format clean
+.PHONY: all deps configure build run test test-release test-fake-accel test-asan test-fuzz fuzz fuzz-build bench format clean
 
 all: build
 
@@ -28,7 +28,7 @@ run: build
 	mpiexec -n 2 $(XB) coll allreduce --backend host -b 64K -e 4M
 	$(XB) engine selftest
 
-test: test-release test-fake-accel test-asan
+test: test-release test-fake-accel test-asan test-fuzz
 
 test-release: build
 	ctest --preset $(PRESET) -j2
@@ -42,6 +42,22 @@ test-asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan
 	ctest --preset asan -j2
+
+# libFuzzer targets (fuzz/): their own clang build in build/fuzz, only the
+# sources each parser needs. `make fuzz` runs each target FUZZ_SECONDS on a
+# copy of its seed corpus; `make test-fuzz` is the short run of `make test`.
+FUZZ_SECONDS ?= 60
+FUZZ_TEST_SECONDS ?= 5
+
+fuzz-build: deps
+	@test -f build/fuzz/build.ninja || cmake --preset fuzz
+	cmake --build --preset fuzz
+
+fuzz: fuzz-build
+	fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+
+test-fuzz: fuzz-build
+	fuzz/run.sh build/fuzz $(FUZZ_TEST_SECONDS)
 
 bench: build
 	bench/host_copy_vs_memcpy.sh $(XB)

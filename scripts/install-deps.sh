@@ -14,6 +14,7 @@ PKGS=(
   libucx-dev ucx-utils
   libopenblas-dev
   python3-matplotlib chromium
+  clang-14 libclang-rt-14-dev  # the fuzz build (make fuzz): clang and its libFuzzer runtime
 )
 
 missing=()

@@ -66,8 +66,7 @@ ServerLink::ServerLink(const std::string& host, int port, const std::string& tok
         fmt::format("cannot reach the engine server at {}:{} within --connect-timeout {} s ({})",
                     host, port, connect_timeout_s, why));
   try {
-    send_frame(fd_, {MsgType::hello, Writer().str(token).str(digest).str(kind).take()},
-               io_timeout_s_);
+    send_frame(fd_, {MsgType::hello, encode_hello({token, digest, kind})}, io_timeout_s_);
     const Frame f = recv_frame(fd_, io_timeout_s_);
     if (f.type == MsgType::reject)
       throw UsageError(fmt::format("the engine server refused this client: {}", f.payload));

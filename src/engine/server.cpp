@@ -63,13 +63,6 @@ int bound_port(int fd) {
                                        : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
 }
 
-bool same_token(const std::string& a, const std::string& b) {
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    diff |= static_cast<unsigned>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 struct Session {
   int fd;
   std::string who;
@@ -207,12 +200,10 @@ class Server {
   }
 
   void hello(std::size_t i, const Frame& f) {
-    Reader r(f.payload);
-    const std::string token = r.str(4096);
-    const std::string digest = r.str(4096);
-    const std::string kind = r.str(64);
-    r.done();
-    if (!same_token(token, cfg_.token)) return refuse(i, "wrong token");
+    const Hello h = decode_hello(f.payload);
+    const std::string& digest = h.digest;
+    const std::string& kind = h.kind;
+    if (!same_token(h.token, cfg_.token)) return refuse(i, "wrong token");
     if (kind != cfg_.kind)
       return refuse(i, fmt::format("this server's region is {} (engine serve --mem {}), the "
                                    "client's mode needs {} memory there",
@@ -232,11 +223,8 @@ class Server {
   }
 
   void verify(Session& s, const Frame& f) {
-    Reader r(f.payload);
-    const std::uint64_t off = r.u64(), len = r.u64(), seed = r.u64();
-    r.done();
-    if (off > slot_len_ || len > slot_len_ - off)
-      throw ProtocolError("verify range outside the slot");
+    const VerifyRequest v = decode_verify(f.payload, slot_len_);
+    const std::uint64_t off = v.offset, len = v.length, seed = v.seed;
     const std::uint64_t base = static_cast<std::uint64_t>(s.slot) * slot_len_ + off;
     const auto bad =
         find_mismatch(std::span<const std::byte>(region_.data() + base, len), seed, off);

@@ -1,6 +1,8 @@
 #include "engine/wire.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -174,6 +176,39 @@ Frame recv_frame(int fd, double timeout_s) {
   std::string payload(payload_length(header), '\0');
   read_exact(fd, payload.data(), payload.size(), deadline);
   return decode_frame(header, std::move(payload));
+}
+
+Hello decode_hello(const std::string& payload) {
+  Reader r(payload);
+  Hello h;
+  h.token = r.str(4096);
+  h.digest = r.str(4096);
+  h.kind = r.str(64);
+  r.done();
+  return h;
+}
+
+std::string encode_hello(const Hello& h) {
+  return Writer().str(h.token).str(h.digest).str(h.kind).take();
+}
+
+VerifyRequest decode_verify(const std::string& payload, std::uint64_t slot_len) {
+  Reader r(payload);
+  VerifyRequest v;
+  v.offset = r.u64();
+  v.length = r.u64();
+  v.seed = r.u64();
+  r.done();
+  if (v.offset > slot_len || v.length > slot_len - v.offset)
+    throw ProtocolError("verify range outside the slot");
+  return v;
+}
+
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    diff |= static_cast<unsigned>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 }  // namespace xb::engine

@@ -75,6 +75,22 @@ std::string encode_frame(const Frame& f);
 std::uint32_t payload_length(const std::string& header);
 Frame decode_frame(const std::string& header, std::string payload);
 
+// The payloads the server reads. hello: the token, a digest of the client's
+// run (for the log) and the region kind it needs ("host", "device"),
+// nothing after them. verify: a range of the client's slot (`slot_len`
+// bytes) and the pattern seed to check it against. Throw ProtocolError.
+struct Hello {
+  std::string token, digest, kind;
+};
+Hello decode_hello(const std::string& payload);
+std::string encode_hello(const Hello& h);
+struct VerifyRequest {
+  std::uint64_t offset = 0, length = 0, seed = 0;
+};
+VerifyRequest decode_verify(const std::string& payload, std::uint64_t slot_len);
+// Token comparison in time independent of where the tokens differ.
+bool same_token(const std::string& a, const std::string& b);
+
 // Blocking socket I/O with a deadline (seconds); throws ProtocolError on
 // EOF, timeout or a malformed frame.
 void send_frame(int fd, const Frame& f, double timeout_s);

@@ -33,26 +33,59 @@ void upgrade(json& doc) {
   }
 }
 
+// Every field the readers use has the type they read it as, so that a
+// hand-edited or foreign file is one UsageError, never a JSON type error.
+void check_shape(const json& doc, const std::string& name) {
+  const auto bad = [&](const std::string& what) {
+    return UsageError(fmt::format("{} is not a valid xferbench result: {}", name, what));
+  };
+  if (doc.contains("command") && !doc["command"].is_string()) throw bad("\"command\" is not a string");
+  std::size_t i = 0;
+  for (const auto& r : doc["results"]) {
+    const std::string at = fmt::format("results[{}]", i++);
+    if (!r.is_object()) throw bad(at + " is not an object");
+    if (!r.contains("case") || !r["case"].is_string()) throw bad(at + " has no \"case\" string");
+    for (const char* k : {"method", "status", "reason"})
+      if (r.contains(k) && !r[k].is_string()) throw bad(fmt::format("{}.{} is not a string", at, k));
+    for (const char* k : {"src", "dst"})
+      if (r.contains(k) && !r[k].is_number_integer())
+        throw bad(fmt::format("{}.{} is not an integer", at, k));
+    if (r.contains("bytes") && !r["bytes"].is_number_unsigned())
+      throw bad(at + ".bytes is not a non-negative integer");
+    for (const char* k : {"gbps", "time_us"}) {
+      if (!r.contains(k)) continue;
+      if (!r[k].is_object()) throw bad(fmt::format("{}.{} is not an object", at, k));
+      for (const auto& [field, v] : r[k].items())
+        if (!v.is_number()) throw bad(fmt::format("{}.{}.{} is not a number", at, k, field));
+    }
+  }
+}
+
+json parse(const std::string& text, const std::string& name) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception&) {
+    throw UsageError(fmt::format("{} is not a JSON document", name));
+  }
+  if (!doc.is_object() || !doc.contains("schema"))
+    throw UsageError(fmt::format("{} is not an xferbench result (no \"schema\")", name));
+  if (doc["schema"] != kSchema)
+    throw UsageError(fmt::format("{} has schema {} but this xferbench reads {}", name,
+                                 doc["schema"].dump(), kSchema));
+  if (!doc.contains("results") || !doc["results"].is_array() || doc["results"].empty())
+    throw UsageError(fmt::format("{} has no results", name));
+  check_shape(doc, name);
+  upgrade(doc);
+  return doc;
+}
+
 json load(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("cannot read {}", path));
   std::stringstream ss;
   ss << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(ss.str());
-  } catch (const json::exception&) {
-    throw UsageError(fmt::format("{} is not a JSON document", path));
-  }
-  if (!doc.is_object() || !doc.contains("schema"))
-    throw UsageError(fmt::format("{} is not an xferbench result (no \"schema\")", path));
-  if (doc["schema"] != kSchema)
-    throw UsageError(fmt::format("{} has schema {} but this xferbench reads {}", path,
-                                 doc["schema"].dump(), kSchema));
-  if (!doc.contains("results") || !doc["results"].is_array() || doc["results"].empty())
-    throw UsageError(fmt::format("{} has no results", path));
-  upgrade(doc);
-  return doc;
+  return parse(ss.str(), path);
 }
 
 // The identity of a record: the common fields and the family's key fields.
@@ -78,6 +111,10 @@ std::pair<std::string, double> metric_of(const RecordSchema* schema, const json&
 }  // namespace
 
 std::string load_result_text(const std::string& path) { return load(path).dump(); }
+
+std::string parse_result_text(const std::string& text, const std::string& name) {
+  return parse(text, name).dump();
+}
 
 double parse_threshold(const std::string& text) {
   std::string t = text;

@@ -25,8 +25,11 @@ struct Comparison {
 };
 
 // Parses and checks a result document. Throws UsageError with one line for a
-// missing or unreadable file, non-JSON, another schema, or no results.
+// missing or unreadable file, non-JSON, another schema, no results, or a
+// field of the wrong type (every record needs a "case" string).
 std::string load_result_text(const std::string& path);
+// The same for a document already in memory; `name` names it in errors.
+std::string parse_result_text(const std::string& text, const std::string& name);
 
 // The schema of a command's records, or nullptr for a command this build
 // does not know (its records then match on the common fields only).

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "core/error.hpp"
 #include "core/sweep.hpp"
 
@@ -45,6 +47,19 @@ TEST(Sweep, Errors) {
   EXPECT_THROW(expand_sweep({std::nullopt, 4, 8, 2.0, 2}), UsageError);         // both
   EXPECT_THROW(expand_sweep({std::nullopt, 0, 8, 2.0, 0}), UsageError);         // no min
   EXPECT_THROW(expand_sweep({std::nullopt, 1, 1ULL << 40, 0, 1}), UsageError);  // too many
+}
+
+// Found by fuzzing (fuzz/regressions/sweep): a factor just above 1 spun for
+// billions of steps; a step rounding past -e was measured; -e beyond 2^62.
+TEST(Sweep, FuzzRegressions) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(expand_sweep({std::nullopt, 1111, 1ULL << 40, 1.00000000008, 0}), UsageError);
+  EXPECT_THROW(expand_sweep({std::nullopt, 1, 1, 1.000000000001, 0}), UsageError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(expand_sweep({std::nullopt, 3, 4, 1.5, 0}), std::vector<Bytes>{3});  // 4.5 -> 5 > 4
+  EXPECT_EQ(expand_sweep({std::nullopt, 1000, 100000, 10, 0}),
+            (std::vector<Bytes>{1000, 10000, 100000}));
+  EXPECT_THROW(expand_sweep({std::nullopt, 1, (1ULL << 63) + 1, 2.0, 0}), UsageError);
 }
 
 }  // namespace xb
