@@ -45,24 +45,55 @@ def curves(records, key, x, y):
     return {k: sorted(v) for k, v in out.items()}
 
 
-def line_chart(title, series, xlabel, ylabel, xfmt=None):
+# Cases in this order first (the copy family's), the rest by name.
+CASE_ORDER = ("h2d", "d2h", "d2d", "p2p", "p2p_bidir", "p2p_bidir_total", "p2p_local", "get", "put", "read", "write")
+
+
+def case_key(name):
+    return (CASE_ORDER.index(name), "") if name in CASE_ORDER else (len(CASE_ORDER), name)
+
+
+def panels_of(records, panel, key, x, y):
+    """{panel: {label: [(x, y)]}}, panels in CASE_ORDER, each curve sorted by x."""
+    out = {}
+    for r in ok(records):
+        out.setdefault(panel(r), {}).setdefault(key(r), []).append((x(r), y(r)))
+    return {p: {k: sorted(v) for k, v in out[p].items()} for p in sorted(out, key=case_key)}
+
+
+def panel_chart(title, panels, xlabel, ylabel, xfmt=None):
+    """One subplot per case, each on its own GB/s scale, x on a log-2 axis."""
+    from matplotlib.ticker import NullLocator
+
     xfmt = xfmt or size_label
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for label, pts in series.items():
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    xs = sorted({p[0] for pts in series.values() for p in pts})
-    if xs and xs[-1] > xs[0] * 4:
+    names = [p for p, series in panels.items() if series]
+    n = len(names)
+    ncols = 1 if n == 1 else 2 if n in (2, 4) else 3
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(7.5, 4.6 * ncols), 3.5 * nrows + 0.7), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        series = panels[name]
+        for label, pts in series.items():
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        xs = sorted({p[0] for pts in series.values() for p in pts})
         ax.set_xscale("log", base=2)
-        ax.set_xticks(xs)
-        ax.set_xticklabels([xfmt(v) for v in xs], rotation=45, fontsize=7)
-    elif xfmt is not size_label:
-        ax.set_xticks(xs)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    if len(series) <= 12:
-        ax.legend(fontsize=7)
+        ticks = xs[::(len(xs) + 9) // 10]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([xfmt(v) for v in ticks], rotation=45, fontsize=7)
+        ax.xaxis.set_minor_locator(NullLocator())
+        if xs and xs[0] == xs[-1]:
+            ax.set_xlim(xs[0] / 2, xs[0] * 2)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_title(name, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        if len(series) <= 12:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -107,20 +138,28 @@ def gbps(r):
     return r["gbps"]["median"]
 
 
+def pair(r):
+    return f"{ep(r['src'])}->{ep(r['dst'])}"
+
+
 def charts_copy(res):
     figs = []
-    lines = [r for r in res if not r["case"].startswith("p2p") and "threads" not in r]
-    series = curves(lines, lambda r: f"{r['case']} {r['method']} {ep(r['src'])}->{ep(r['dst'])}", lambda r: r["bytes"], gbps)
-    if series:
-        figs.append(("Copy bandwidth", line_chart("copy: bandwidth vs size", series, "bytes", "GB/s")))
+    # One panel per case. p2p cases are heat maps below; they get a curve too when measured at several sizes.
+    sizes = {}
+    for r in ok(res):
+        sizes.setdefault(r["case"], set()).add(r["bytes"])
+    lines = [r for r in res if "threads" not in r and (not r["case"].startswith("p2p") or len(sizes[r["case"]]) > 1)]
+    panels = panels_of(lines, lambda r: r["case"], lambda r: f"{r['method']} {pair(r)}", lambda r: r["bytes"], gbps)
+    if panels:
+        figs.append(("Copy bandwidth", panel_chart("copy: bandwidth vs size, per case", panels, "bytes", "GB/s")))
     # --threads lists: bandwidth against cores (host) or thread blocks (cuda), per case and size.
     threaded = [r for r in res if "threads" in r and r["case"] in ("h2d", "d2h", "d2d", "p2p")]
-    series = curves(threaded, lambda r: f"{r['case']} {r['method']} {ep(r['src'])}->{ep(r['dst'])} {size_label(r['bytes'])}",
-                    lambda r: r["threads"], gbps)
-    if series:
+    panels = panels_of(threaded, lambda r: r["case"], lambda r: f"{r['method']} {pair(r)} {size_label(r['bytes'])}",
+                       lambda r: r["threads"], gbps)
+    if panels:
         figs.append(("Copy bandwidth vs threads",
-                     line_chart("copy: bandwidth vs cores / thread blocks", series, "threads (host cores, cuda blocks)",
-                                "GB/s", xfmt=str)))
+                     panel_chart("copy: bandwidth vs cores / thread blocks", panels, "threads (host cores, cuda blocks)",
+                                 "GB/s", xfmt=str)))
     for kase in ("p2p", "p2p_bidir_total"):
         for method in sorted({r["method"] for r in res if r["case"] == kase and "threads" not in r}):
             for size in sorted({r["bytes"] for r in res if r["case"] == kase and r["method"] == method}):
@@ -136,34 +175,41 @@ def charts_copy(res):
 
 
 def charts_remote(res):
-    label = lambda r: f"{r['case']} {r['method']}" + (f" t{r['threads']}" if "threads" in r else "")
-    series = curves(res, label, lambda r: r["bytes"], gbps)
-    return [("Remote get/put", line_chart("remote: core vs dma", series, "bytes", "GB/s"))] if series else []
+    label = lambda r: r["method"] + (f" t{r['threads']}" if "threads" in r else "") + \
+        (f" {r['transport']}" if r.get("transport") else "")
+    panels = panels_of(res, lambda r: r["case"], label, lambda r: r["bytes"], gbps)
+    return [("Remote get/put", panel_chart("remote: core vs dma, per operation", panels, "bytes", "GB/s"))] \
+        if panels else []
 
 
 def charts_coll(res):
-    figs = []
-    for op in sorted({r["case"] for r in res}):
-        rs = [r for r in res if r["case"] == op]
-        series = curves(rs, lambda r: f"{r['dtype']} {r['redop']} {'in' if r['inplace'] else 'out'}",
-                        lambda r: r["bytes"], lambda r: r["busbw"])
-        if series:
-            figs.append((f"{op} busbw", line_chart(f"{op}: bus bandwidth", series, "bytes", "busbw GB/s")))
-    return figs
+    panels = panels_of(res, lambda r: r["case"],
+                       lambda r: f"{r.get('dtype', '')} {r.get('redop', '')} {'in' if r.get('inplace') else 'out'}",
+                       lambda r: r["bytes"], lambda r: r.get("busbw", gbps(r)))
+    return [("Collective busbw", panel_chart("coll: bus bandwidth, per operation", panels, "bytes", "busbw GB/s"))] \
+        if panels else []
 
 
 def charts_engine(res):
-    series = curves(res, lambda r: f"{r['case']} {r['method']} {r.get('mode', '')}", lambda r: r["block"], gbps)
-    return [("Engine throughput", line_chart("engine: throughput vs block size", series, "block bytes",
-                                             "GB/s"))] if series else []
+    panels = panels_of(res, lambda r: r["case"], lambda r: " ".join(
+        str(v) for v in (r["method"], r.get("mode"), r.get("lane")) if v), lambda r: r.get("block", r["bytes"]), gbps)
+    return [("Engine throughput", panel_chart("engine: throughput vs block size, per operation", panels,
+                                              "block bytes", "GB/s"))] if panels else []
 
 
 def charts_kv(res):
-    rs = ok(res)
-    labels = [f"{r['case']} r{r['src']} b{r['blocks']}" if r["src"] >= 0 else f"{r['case']} b{r['blocks']}"
-              for r in rs]
-    return [("KV blocks", bar_chart("kv: GB/s per rank and round size", labels, [gbps(r) for r in rs],
-                                    "GB/s"))] if rs else []
+    # One panel per operation (get, put); a series per rank, and the round's _avg/_max figures.
+    def op(r):
+        return r["case"].rsplit("_", 1)[0] if r["case"].endswith(("_avg", "_max", "_min")) else r["case"]
+
+    def who(r):
+        if r["case"] != op(r):
+            return r["case"][len(op(r)) + 1:]
+        return f"rank {r['src']}" if r["src"] >= 0 else "all"
+
+    panels = panels_of(res, op, who, lambda r: r["bytes"], gbps)
+    return [("KV blocks", panel_chart("kv: GB/s per rank vs round bytes, per operation", panels, "round bytes",
+                                      "GB/s"))] if panels else []
 
 
 def charts_gemm_ar(res):
@@ -176,11 +222,52 @@ def charts_gemm_ar(res):
     return figs
 
 
+VERDICT_COLOURS = {"PASS": "#2e7d32", "WARN": "#f9a825", "FAIL": "#c62828", "-": "#9e9e9e"}
+
+
+def verdict_of(r):
+    v = r.get("verdict", "-")
+    return v if v in VERDICT_COLOURS else "-"
+
+
+def charts_doctor(res):
+    # Every row with an expected figure: measured as % of expected, coloured by its verdict.
+    rows = [r for r in res if (r.get("expected") or 0) > 0]
+    if rows:
+        fig, ax = plt.subplots(figsize=(8.5, 1.4 + 0.32 * len(rows)))
+        ys = range(len(rows))[::-1]
+        vals = [100 * (r.get("ratio") or 0) for r in rows]
+        ax.barh(list(ys), vals, color=[VERDICT_COLOURS[verdict_of(r)] for r in rows])
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels([f"{r['case']} · {r['method']}" for r in rows], fontsize=7)
+        ax.axvline(100, color="black", linewidth=0.8, linestyle="--")
+        for y, v, r in zip(ys, vals, rows):
+            ax.annotate(f"{v:.0f} % {verdict_of(r)}", (v, y), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=7)
+        ax.set_xlim(0, max(vals + [100]) * 1.2)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlabel("measured, % of expected (dashed: expected)")
+        ax.set_title("doctor: each check against what the link should give")
+        from matplotlib.patches import Patch
+        ax.legend(handles=[Patch(color=c, label=v) for v, c in VERDICT_COLOURS.items() if v != "-"], fontsize=7,
+                  loc="upper left", bbox_to_anchor=(1.01, 1))
+        fig.tight_layout()
+        return [("Doctor verdicts", fig)]
+    # Nothing to hold against: the verdict counts.
+    counts = {v: sum(verdict_of(r) == v for r in res) for v in VERDICT_COLOURS}
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar(list(counts), list(counts.values()), color=list(VERDICT_COLOURS.values()))
+    ax.set_ylabel("rows")
+    ax.set_title("doctor: verdicts (no row has an expected figure)")
+    fig.tight_layout()
+    return [("Doctor verdicts", fig)]
+
+
 def charts(doc):
     res = doc["results"]
     cmd = doc.get("command", "")
     fn = {"copy": charts_copy, "remote": charts_remote, "coll": charts_coll, "engine": charts_engine,
-          "kv": charts_kv, "gemm-ar": charts_gemm_ar}.get(cmd)
+          "kv": charts_kv, "gemm-ar": charts_gemm_ar, "doctor": charts_doctor}.get(cmd)
     figs = fn(res) if fn else []
     if not figs and ok(res):  # anything else: one bar per record
         rs = ok(res)
@@ -210,15 +297,19 @@ def plot(inp, out):
     if len(figs) == 1:
         figs[0][1].savefig(out, dpi=110)
         return
-    # Several charts: one image, stacked.
+    # Several charts: one image, stacked, each at its own height.
     import matplotlib.image as mpimg
     bufs = []
     for _, f in figs:
         b = io.BytesIO()
         f.savefig(b, format="png", dpi=110)
+        plt.close(f)
         b.seek(0)
         bufs.append(mpimg.imread(b))
-    fig, axes = plt.subplots(len(bufs), 1, figsize=(8, 4.6 * len(bufs)))
+    heights = [img.shape[0] for img in bufs]
+    width = max(img.shape[1] for img in bufs)
+    fig, axes = plt.subplots(len(bufs), 1, figsize=(width / 100, sum(heights) / 100 + 0.2 * len(bufs)),
+                             gridspec_kw={"height_ratios": heights})
     for ax, img in zip(axes, bufs):
         ax.imshow(img)
         ax.axis("off")
@@ -240,10 +331,83 @@ def table(rows, cols):
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else 0.0
+
+
+def figure(v, unit):
+    return f"{v:.2f} {unit}".strip()
+
+
+def verdict_counts(res):
+    c = {v: sum(verdict_of(r) == v for r in res) for v in VERDICT_COLOURS}
+    worst = "fail" if c["FAIL"] else "warn" if c["WARN"] else "pass" if c["PASS"] else "none"
+    line = f"{c['PASS']} PASS, {c['WARN']} WARN, {c['FAIL']} FAIL"
+    if c["-"]:
+        line += f" · {c['-']} without an expected figure"
+    return line, worst
+
+
+def doctor_section(path, doc):
+    """The verdicts of one doctor file: count, headline figures, then the table. Goes first on the page."""
+    res, env, params = doc["results"], doc.get("env", {}), doc.get("params", {})
+    count, worst = verdict_counts(res)
+    what = " · ".join(str(x) for x in (
+        f"backend {env['backend']}" if env.get("backend") else None,
+        f"{len(env['devices'])} device{'s' if len(env['devices']) != 1 else ''}" if isinstance(env.get("devices"), list) else None,
+        env.get("host"), params.get("depth")) if x)
+    out = [f'<section class="doctor"><h2>doctor verdicts · {html.escape(path)}</h2>']
+    if what:
+        out.append(f'<p class="doctor-env">{html.escape(what)}</p>')
+    out.append(f'<p class="verdict-count worst-{worst}">{html.escape(count)}</p>')
+    # Headline figures: the bandwidth rows, as % of what their link should give.
+    heads = []
+    for r in res:
+        if r.get("case") != "bandwidth":
+            continue
+        m, e, unit = num(r.get("measured")), num(r.get("expected")), r.get("unit", "GB/s")
+        text = (f"{r.get('method', '')}: {100 * num(r.get('ratio')):.0f} % ({m:.2f} of {e:.2f} {unit})" if e > 0
+                else f"{r.get('method', '')}: {figure(m, unit)} (no expected figure)")
+        heads.append(f'<li class="v-{css(verdict_of(r))}">{html.escape(text)}</li>')
+    if params.get("reference_gbps"):
+        heads.append(f'<li class="ref">host memory reference: {num(params["reference_gbps"]):.2f} GB/s</li>')
+    if heads:
+        out.append('<p class="headline-title">headline figures (bandwidth as % of expected):</p>'
+                   f'<ul class="headline">{"".join(heads)}</ul>')
+    rows = []
+    for r in res:
+        v = verdict_of(r)
+        m, e, unit = num(r.get("measured")), num(r.get("expected")), r.get("unit", "")
+        cells = [r.get("case", ""), r.get("method", "")]
+        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+        tds += f'<td class="verdict v-{css(v)}">{html.escape(v)}</td>'
+        tds += f'<td class="num">{html.escape(figure(m, unit) if (m or e) else "-")}</td>'
+        tds += f'<td class="num">{html.escape(figure(e, unit) if e > 0 else "-")}</td>'
+        pct = f"{100 * num(r.get('ratio')):.0f} %" if e > 0 else "-"
+        tds += f'<td class="num">{html.escape(pct)}</td>'
+        tds += f"<td>{html.escape(str(r.get('why') or r.get('reason') or ''))}</td>"
+        rows.append(f'<tr class="row v-{css(v)}">{tds}</tr>')
+    head = "".join(f"<th>{c}</th>" for c in ("check", "where", "verdict", "measured", "expected",
+                                              "% of expected", "why"))
+    out.append(f'<table class="verdicts"><tr>{head}</tr>{"".join(rows)}</table></section>')
+    return "".join(out), len(rows)
+
+
+def css(verdict):
+    return {"PASS": "pass", "WARN": "warn", "FAIL": "fail"}.get(verdict, "none")
+
+
 def report(out, inputs):
+    docs = [(path, load(path)) for path in inputs]
+    # doctor's verdicts first: what is wrong before how fast.
+    top, n_verdicts = [], 0
+    for path, doc in docs:
+        if doc.get("command") == "doctor":
+            text, n = doctor_section(path, doc)
+            top.append(text)
+            n_verdicts += n
     parts, n_charts = [], 0
-    for path in inputs:
-        doc = load(path)
+    for path, doc in docs:
         env = doc.get("env", {})
         parts.append(f"<h2>{html.escape(doc.get('command', '?'))} · {html.escape(path)}</h2>")
         parts.append(table([(k, json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in env.items()],
@@ -251,6 +415,9 @@ def report(out, inputs):
         for title, fig in charts(doc):
             parts.append(f'<figure class="chart"><figcaption>{html.escape(title)}</figcaption>{svg_of(fig)}</figure>')
             n_charts += 1
+        if doc.get("command") == "doctor":
+            parts.append("<p>Each row's verdict, figures and reason: the verdict table at the top of the page.</p>")
+            continue
         rows = [(r.get("case"), r.get("method"), r.get("src"), r.get("dst"), r.get("bytes"), r.get("status"),
                  f"{r['gbps']['median']:.3f}", f"{r['time_us']['median']:.2f}", r.get("verified"))
                 for r in doc["results"]]
@@ -259,12 +426,27 @@ def report(out, inputs):
 <html lang="en"><head><meta charset="utf-8"><title>xferbench report</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}figure.chart{{margin:1em 0}}
-figure.chart svg{{max-width:100%;height:auto}}</style></head>
-<body data-expected-charts="{n_charts}">
+figure.chart svg{{max-width:100%;height:auto}}
+td.num{{text-align:right;white-space:nowrap}}td.verdict{{font-weight:bold;text-align:center}}
+.v-pass.verdict{{background:#c8e6c9;color:#1b5e20}}.v-warn.verdict{{background:#ffecb3;color:#7a5200}}
+.v-fail.verdict{{background:#ffcdd2;color:#b71c1c}}.v-none.verdict{{color:#757575}}
+tr.v-fail td{{background:#fff5f5}}p.verdict-count{{font-size:1.2em;font-weight:bold}}
+.worst-pass{{color:#1b5e20}}.worst-warn{{color:#7a5200}}.worst-fail{{color:#b71c1c}}
+ul.headline{{list-style:none;padding:0;margin:0.3em 0}}ul.headline li{{display:inline-block;margin:2px 6px 2px 0;
+padding:2px 6px;border-radius:3px;font-size:12px;background:#eee}}ul.headline li.v-pass{{background:#c8e6c9}}
+ul.headline li.v-warn{{background:#ffecb3}}ul.headline li.v-fail{{background:#ffcdd2}}
+p.headline-title{{margin:0.5em 0 0;font-size:12px}}section.doctor{{border-bottom:2px solid #ccc;margin-bottom:1em}}</style></head>
+<body data-expected-charts="{n_charts}" data-expected-verdict-rows="{n_verdicts}">
 <h1>xferbench report</h1>
-{''.join(parts)}
+{''.join(top)}{''.join(parts)}
 <script>
 document.body.dataset.charts = String(document.querySelectorAll("figure.chart svg").length);
+document.body.dataset.verdictRows = String(document.querySelectorAll("table.verdicts tr.row").length);
+(function () {{
+  const t = document.querySelector("table.verdicts"), f = document.querySelector("figure.chart");
+  document.body.dataset.verdictsFirst = !t ? "none" :
+    (!f || (t.compareDocumentPosition(f) & Node.DOCUMENT_POSITION_FOLLOWING)) ? "yes" : "no";
+}})();
 </script>
 </body></html>
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # plot, report and compare on real result files of every command.
-#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | compare | bad_input | min_bw | v1_files)
+#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | doctor_report | compare | bad_input | min_bw | v1_files)
 set -u
 xb=$1; mpiexec=$2; scenario=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -20,6 +20,16 @@ results() {  # every command's JSON, small
   "$mpiexec" -n 2 "$xb" coll allreduce -b 64K -e 1M -n 3 --format json -o "$tmp/coll.json" -q || fail coll
   "$xb" engine selftest -t 4M --block-steps 2 --loops 2 --format json -o "$tmp/engine.json" -q || fail engine
   "$mpiexec" -n 3 "$xb" kv --block-bytes 256K --blocks 4 -n 2 --format json -o "$tmp/kv.json" -q || fail kv
+}
+in_chromium() {  # in_chromium PAGE: the DOM after its scripts ran, in $tmp/dom.html; the console must be clean
+  command -v chromium >/dev/null || skip "no chromium here to open the report in"
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
+    --dump-dom "file://$1" >"$tmp/dom.html" 2>"$tmp/chrome.log" || fail "chromium failed"
+  grep -E "CONSOLE.*(Uncaught|Error)|Uncaught" "$tmp/chrome.log" && fail "console errors"
+}
+attr() {  # attr NAME FILE: the value of the first NAME="..." in FILE
+  grep -o "$1=\"[^\"]*\"" "$2" | head -1 | cut -d'"' -f2
 }
 expect2() {  # expect2 PATTERN CMD...
   local pat=$1; shift
@@ -56,12 +66,62 @@ report)
   grep -q "https\?://" "$tmp/report.html" && grep -Eq "(src|href)=\"https?://" "$tmp/report.html" && fail "network reference"
   expected=$(grep -o 'data-expected-charts="[0-9]*"' "$tmp/report.html" | grep -o '[0-9]*')
   [ "$expected" -ge 7 ] || fail "only $expected charts"
-  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
-    --disable-component-update --disable-sync --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
-    --dump-dom "file://$tmp/report.html" >"$tmp/dom.html" 2>"$tmp/chrome.log" || fail "chromium failed"
+  in_chromium "$tmp/report.html"
   shown=$(grep -o 'data-charts="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
   [ "$shown" = "$expected" ] || fail "chromium shows ${shown:-no} charts of $expected"
-  grep -E "CONSOLE.*(Uncaught|Error)|Uncaught" "$tmp/chrome.log" && fail "console errors"
+  [ "$(attr data-verdicts-first "$tmp/dom.html")" = none ] || fail "a verdict table without a doctor file"
+  ;;
+doctor_report)
+  # doctor's verdicts open the report: the table comes before the first chart, whatever the file order.
+  need_matplotlib
+  command -v chromium >/dev/null || skip "no chromium here to open the report in"
+  "$xb" doctor --quick --backend host --format json -o "$tmp/doctor.json" -q >"$tmp/doctor.log" 2>&1
+  rc=$?  # 1: a check failed on this machine; the report shows it all the same
+  [ $rc -le 1 ] && [ -s "$tmp/doctor.json" ] || fail "doctor: exit $rc"
+  "$xb" copy -t d2d,h2d -b 4K -e 1M -f 4 -n 3 --backend host --format json -o "$tmp/copy.json" -q || fail copy
+  "$xb" report "$tmp/copy.json" "$tmp/doctor.json" -o "$tmp/report.html" 2>"$tmp/report.log" || fail "report"
+  [ -s "$tmp/report.log" ] && fail "report printed on stderr"
+  grep -Eq "(src|href)=\"https?://" "$tmp/report.html" && fail "network reference"
+  # What the page must say, from the doctor file itself.
+  "$py" - "$tmp/doctor.json" >"$tmp/want.txt" <<'PY' || fail "doctor.json unreadable"
+import html, json, sys
+res = json.load(open(sys.argv[1]))["results"]
+n = {v: sum(r["verdict"] == v for r in res) for v in ("PASS", "WARN", "FAIL")}
+print(len(res))
+print(f"{n['PASS']} PASS, {n['WARN']} WARN, {n['FAIL']} FAIL")
+for r in res:
+    if r["case"] == "bandwidth" and r["expected"] > 0:
+        print(html.escape(f"{r['method']}: {100 * r['ratio']:.0f} %"))
+PY
+  rows=$(sed -n 1p "$tmp/want.txt"); count=$(sed -n 2p "$tmp/want.txt")
+  [ "$(attr data-expected-verdict-rows "$tmp/report.html")" = "$rows" ] || fail "expected $rows verdict rows"
+  grep -q "class=\"verdict-count[^\"]*\">$count" "$tmp/report.html" || fail "no count line '$count'"
+  tail -n +3 "$tmp/want.txt" | while read -r line; do
+    grep -qF "$line" "$tmp/report.html" || { echo "no headline figure '$line'"; exit 1; }
+  done || fail "headline figures"
+  for v in PASS WARN FAIL; do
+    want=$(grep -o "[0-9]* $v" <<<"$count" | cut -d' ' -f1)
+    got=$(grep -o "class=\"verdict v-${v,,}\">$v<" "$tmp/report.html" | wc -l)
+    [ "$got" = "$want" ] || fail "$got $v cells coloured, expected $want"
+  done
+  table=$(grep -bo '<table class="verdicts"' "$tmp/report.html" | head -1 | cut -d: -f1)
+  chart=$(grep -bo '<figure class="chart"' "$tmp/report.html" | head -1 | cut -d: -f1)
+  [ -n "$table" ] && [ -n "$chart" ] || fail "no verdict table ($table) or no chart ($chart)"
+  [ "$table" -lt "$chart" ] || fail "the verdict table (byte $table) comes after the first chart (byte $chart)"
+  grep -q "<figcaption>Doctor verdicts</figcaption>" "$tmp/report.html" || fail "no doctor chart"
+  expected=$(attr data-expected-charts "$tmp/report.html")
+  [ "$expected" -ge 2 ] || fail "only $expected charts"
+  in_chromium "$tmp/report.html"
+  [ "$(attr data-charts "$tmp/dom.html")" = "$expected" ] || fail "chromium shows $(attr data-charts "$tmp/dom.html") charts of $expected"
+  [ "$(attr data-verdict-rows "$tmp/dom.html")" = "$rows" ] || fail "chromium shows $(attr data-verdict-rows "$tmp/dom.html") verdict rows of $rows"
+  [ "$(attr data-verdicts-first "$tmp/dom.html")" = yes ] || fail "in chromium the verdict table is not before the first chart"
+  # doctor plots on its own too, and copy's bandwidth chart has one panel per case.
+  "$xb" plot "$tmp/doctor.json" -o "$tmp/doctor.png" 2>"$tmp/plot_doctor.log" || fail "plot doctor"
+  [ "$(head -c 8 "$tmp/doctor.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] || fail "doctor.png is not a PNG"
+  [ -s "$tmp/plot_doctor.log" ] && fail "matplotlib printed on stderr for doctor"
+  "$xb" plot "$tmp/copy.json" -o "$tmp/copy.svg" || fail "plot copy svg"
+  [ "$(grep -c '<g id="axes_' "$tmp/copy.svg")" = 2 ] || fail "copy d2d,h2d: expected 2 panels"
+  grep -q "<!-- h2d -->" "$tmp/copy.svg" && grep -q "<!-- d2d -->" "$tmp/copy.svg" || fail "no h2d and d2d panels"
   ;;
 compare)
   "$xb" copy -t d2d -b 64K -e 1M -f 4 -n 3 --method dma --format json -o "$tmp/base.json" -q || fail copy
