@@ -393,7 +393,7 @@ Record to_record(const Finding& f, Bytes size) {
 class DoctorFamily final : public Family {
  public:
   DoctorFamily() {
-    schema_.add(doctor_field::verdict, FieldRole::key, "PASS, WARN, FAIL, or - (nothing to hold it against)")
+    schema_.add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or - (nothing to hold it against)")
         .add(doctor_field::measured, FieldRole::metric, "the measured figure, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what the link should give; 0: none")
         .add(doctor_field::ratio, FieldRole::metric, "measured / expected")
