@@ -44,6 +44,11 @@ Support Backend::communicator_fits(Runtime&) { return Support::yes(); }
 
 LinkFacts Backend::link_facts(int) const { return {}; }
 
+std::unique_ptr<Buffer> Backend::allocate_pinned_near(int, Bytes) {
+  throw NotSupported(fmt::format("the {} backend cannot place pinned memory on a NUMA node",
+                                 name()));
+}
+
 Support Backend::fused_fits(Runtime&, const FusedConfig&) {
   return Support::no(fmt::format(
       "gemm-ar has no fused device operator on the {} backend in this version", name()));

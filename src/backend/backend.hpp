@@ -128,6 +128,9 @@ class Backend {
 
   // device is ignored for host kinds. Throws RuntimeError on failure.
   virtual std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) = 0;
+  // Pinned host memory on the NUMA node nearest `device` (doctor's NUMA
+  // check). Backends without it throw NotSupported.
+  virtual std::unique_ptr<Buffer> allocate_pinned_near(int device, Bytes size);
   // Host <-> buffer transfers used to fill and verify, outside timing.
   virtual void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) = 0;
   virtual void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) = 0;

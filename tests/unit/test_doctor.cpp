@@ -61,6 +61,11 @@ TEST(HostThrottle, ParsesDevicesDirectionsAndPairs) {
                           "1:0.5x"})
     EXPECT_THROW(parse_throttle(bad), UsageError) << bad;
   EXPECT_TRUE(parse_throttle("").empty());
+  // host: the default (unbound) host memory, not memory bound to a device's node.
+  const auto h = parse_throttle("host:0.5");
+  EXPECT_DOUBLE_EQ(throttle_factor(h, "h2d", -1, 0), 0.5);
+  EXPECT_DOUBLE_EQ(throttle_factor(h, "h2d", 0, 0), 1.0);
+  EXPECT_THROW(parse_throttle("host-1:0.5"), UsageError);
 }
 
 }  // namespace xb

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <fstream>
 
+#include <sys/mman.h>
+
+#include "backend/common/hwloc_util.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "coll/fused.hpp"
 #include "core/error.hpp"
@@ -36,6 +39,10 @@ CudaBuffer::~CudaBuffer() {
       break;
     case Owner::ipc:
       (void)cudaIpcCloseMemHandle(data());
+      break;
+    case Owner::registered:
+      (void)cudaHostUnregister(data());
+      munmap(data(), size());
       break;
   }
 }
@@ -262,6 +269,32 @@ std::unique_ptr<Copier> CudaBackend::copier(Method m, const CopierOptions& opts)
 
 Support CudaBackend::copier_fits(Method m, const CopierOptions& opts) const {
   return cuda::copier_fits(*this, m, opts);
+}
+
+std::unique_ptr<Buffer> CudaBackend::allocate_pinned_near(int device, Bytes size) {
+  check_device(device);
+  const int numa = gpu(device).info.numa;
+  if (numa < 0) throw NotSupported(fmt::format("GPU{}'s NUMA node is unknown (hwloc)", device));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw RuntimeError(fmt::format("mmap of {} failed", format_size(size)));
+  {
+    Hwloc topo(false);
+    hwloc_nodeset_t set = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(set, static_cast<unsigned>(numa));
+    const int rc = hwloc_set_area_membind(topo.get(), p, size, set, HWLOC_MEMBIND_BIND,
+                                          HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_STRICT);
+    hwloc_bitmap_free(set);
+    if (rc != 0) {
+      munmap(p, size);
+      throw NotSupported(fmt::format("cannot bind memory to NUMA node {}", numa));
+    }
+  }
+  std::memset(p, 0, size);  // the pages land on the node now
+  if (const cudaError_t e = cudaHostRegister(p, size, cudaHostRegisterPortable); e != cudaSuccess) {
+    munmap(p, size);
+    check(e, "cudaHostRegister");
+  }
+  return std::make_unique<CudaBuffer>(MemKind::pinned, -1, size, p, CudaBuffer::Owner::registered);
 }
 
 LinkFacts CudaBackend::link_facts(int device) const {

@@ -20,7 +20,7 @@ void set_device(int device);
 
 class CudaBuffer final : public Buffer {
  public:
-  enum class Owner { cuda_malloc, cuda_host, heap, ipc };
+  enum class Owner { cuda_malloc, cuda_host, heap, ipc, registered };  // registered: mmap + cudaHostRegister
   CudaBuffer(MemKind kind, int device, Bytes size, void* data, Owner owner)
       : Buffer(kind, device, size, data), owner_(owner) {}
   ~CudaBuffer() override;
@@ -99,6 +99,9 @@ class CudaBackend final : public Backend {
   // PCIe link from sysfs (by the GPU's PCI address), memory clock and bus
   // width from CUDA attributes.
   LinkFacts link_facts(int device) const override;
+  // mmap'd memory bound to the GPU's NUMA node (hwloc), page-locked with
+  // cudaHostRegister.
+  std::unique_ptr<Buffer> allocate_pinned_near(int device, Bytes size) override;
   std::unique_ptr<FusedGemmAllReduce> fused_gemm_allreduce(Runtime& rt,
                                                            const FusedConfig& cfg) override;
 

@@ -36,11 +36,14 @@ int requested_devices() {
   return n;
 }
 
-class BoundBuffer final : public Buffer {  // device memory bound to a node
+class BoundBuffer final : public Buffer {  // memory bound to a node: device, or pinned near it
  public:
-  BoundBuffer(hwloc_topology_t topo, int dev, Bytes n, void* p)
-      : Buffer(MemKind::device, dev, n, p), topo_(topo) {}
-  ~BoundBuffer() override { hwloc_free(topo_, data(), size()); }
+  BoundBuffer(hwloc_topology_t topo, MemKind kind, int dev, Bytes n, void* p)
+      : Buffer(kind, dev, n, p), topo_(topo) {}
+  ~BoundBuffer() override {
+    if (kind() == MemKind::pinned) munlock(data(), size());
+    hwloc_free(topo_, data(), size());
+  }
 
  private:
   hwloc_topology_t topo_;
@@ -152,23 +155,29 @@ Bytes HostBackend::free_memory(MemKind, int) const {
   return available_memory();
 }
 
+void* HostBackend::bind_to_node(int device, Bytes size) {
+  const auto& node =
+      nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])];
+  hwloc_nodeset_t set = hwloc_bitmap_alloc();
+  hwloc_bitmap_only(set, node.os_index);
+  void* p = hwloc_alloc_membind(topo_->hwloc.get(), size, set, HWLOC_MEMBIND_BIND,
+                                HWLOC_MEMBIND_BYNODESET);
+  const int err = errno;
+  hwloc_bitmap_free(set);
+  if (!p)
+    throw RuntimeError(fmt::format("cannot allocate {} bound to NUMA node {}: {}",
+                                   format_size(size), node.os_index, std::strerror(err)));
+  return p;
+}
+
 std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes size) {
   if (size == 0) throw RuntimeError("cannot allocate 0 bytes");
   switch (kind) {
     case MemKind::device: {
       check_device(device);
       hwloc_topology_t t = topo_->hwloc.get();
-      const auto& node =
-          nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])];
-      hwloc_nodeset_t set = hwloc_bitmap_alloc();
-      hwloc_bitmap_only(set, node.os_index);
-      void* p = hwloc_alloc_membind(t, size, set, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
-      const int err = errno;
-      hwloc_bitmap_free(set);
-      if (!p)
-        throw RuntimeError(fmt::format("cannot allocate {} bound to NUMA node {}: {}",
-                                       format_size(size), node.os_index, std::strerror(err)));
-      return std::make_unique<BoundBuffer>(t, device, size, p);
+      void* p = bind_to_node(device, size);
+      return std::make_unique<BoundBuffer>(t, MemKind::device, device, size, p);
     }
     case MemKind::pinned:
       return std::make_unique<PinnedBuffer>(size, map_pinned(size));
@@ -180,6 +189,21 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
     }
   }
   throw RuntimeError("unknown memory kind");
+}
+
+std::unique_ptr<Buffer> HostBackend::allocate_pinned_near(int device, Bytes size) {
+  if (size == 0) throw RuntimeError("cannot allocate 0 bytes");
+  check_device(device);
+  void* p = bind_to_node(device, size);
+  if (mlock(p, size) != 0) {
+    const int err = errno;
+    hwloc_free(topo_->hwloc.get(), p, size);
+    throw RuntimeError(fmt::format("mlock of {} failed: {} (raise `ulimit -l`)", format_size(size),
+                                   std::strerror(err)));
+  }
+  // Pinned host memory that keeps the device's id, so that copies from it
+  // can be told from the default allocation's (throttle, doctor).
+  return std::make_unique<BoundBuffer>(topo_->hwloc.get(), MemKind::pinned, device, size, p);
 }
 
 void HostBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {

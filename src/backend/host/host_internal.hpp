@@ -81,6 +81,8 @@ class HostBackend final : public Backend {
   std::string link_type(int a, int b) const override;
   Bytes free_memory(MemKind kind, int device) const override;
   std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) override;
+  // Pinned host memory bound to the device's node (its id kept in device()).
+  std::unique_ptr<Buffer> allocate_pinned_near(int device, Bytes size) override;
   void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override;
   void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) override;
   std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) override;
@@ -101,6 +103,7 @@ class HostBackend final : public Backend {
 
  private:
   void check_device(int device) const;
+  void* bind_to_node(int device, Bytes size);  // hwloc, bound to the device's node
 
   struct Topo;  // hwloc handle, kept out of this header
   std::unique_ptr<Topo> topo_;

@@ -12,8 +12,8 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
   std::vector<Throttle> out;
   const auto bad = [&](const std::string& item) {
     return UsageError(fmt::format(
-        "XFERBENCH_HOST_THROTTLE='{}': '{}' is not DEVICE:FACTOR[:h2d|d2h|d2d|p2p] or A-B:FACTOR "
-        "with FACTOR in (0, 1]",
+        "XFERBENCH_HOST_THROTTLE='{}': '{}' is not DEVICE:FACTOR[:h2d|d2h|d2d|p2p], A-B:FACTOR "
+        "or host:FACTOR with FACTOR in (0, 1]",
         text, item));
   };
   std::size_t pos = 0;
@@ -25,6 +25,8 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
     const std::size_t c2 = item.find(':', c1 + 1);
     Throttle t;
     std::string dev = item.substr(0, c1);
+    const bool host = dev == "host";  // unbound host memory: device id -1
+    if (host) dev = "0";
     if (const std::size_t dash = dev.find('-'); dash != std::string::npos) {
       const std::string peer = dev.substr(dash + 1);
       auto [pp, pec] = std::from_chars(peer.data(), peer.data() + peer.size(), t.peer);
@@ -41,6 +43,7 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
     auto [p, ec] = std::from_chars(dev.data(), dev.data() + dev.size(), t.device);
     if (dev.empty() || ec != std::errc() || p != dev.data() + dev.size() || t.device < 0)
       throw bad(item);
+    if (host) t.device = -1;
     try {
       std::size_t used = 0;
       t.factor = std::stod(fac, &used);

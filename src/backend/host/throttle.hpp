@@ -5,7 +5,8 @@
 // a comma list of DEVICE:FACTOR[:DIR], FACTOR in (0, 1] (0.4: 40 % of the
 // speed), DIR one of h2d, d2h, d2d, p2p (default: every copy that touches
 // the device); or A-B:FACTOR, the p2p copies between devices A and B (both
-// ways) only. Each worker stretches its part of a matching copy by
+// ways) only; or host:FACTOR, the copies touching host memory that is not
+// bound to a device's node (the default allocation: a misplaced buffer). Each worker stretches its part of a matching copy by
 // 1/FACTOR after doing it, so the copy really takes that long.
 #include <string>
 #include <vector>

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "core/stats.hpp"
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "family/copy/copy_bench.hpp"
@@ -34,8 +35,8 @@ inline constexpr FieldKey<std::string> unit{"unit"};
 inline constexpr FieldKey<std::string> why{"why"};
 }  // namespace doctor_field
 
-const std::vector<std::string> kChecks = {"bandwidth", "link",    "direction", "devices",
-                                          "pairs",     "latency", "engine",    "noise"};
+const std::vector<std::string> kChecks = {"bandwidth", "link",   "direction", "duplex", "numa",
+                                          "devices",   "pairs",  "latency",   "engine", "noise"};
 
 struct Plan {
   std::string depth = "default";  // quick, default, full
@@ -96,6 +97,8 @@ class Doctor {
     if (on("bandwidth")) bandwidth();
     if (on("link")) links();
     if (on("direction")) directions();
+    if (on("duplex")) duplex();
+    if (on("numa")) numa();
     if (on("devices")) devices();
     if (on("pairs")) pairs();
     if (on("latency")) latency();
@@ -239,6 +242,91 @@ class Doctor {
                                   slow, (1 - f.ratio()) * 100, fast, d.id);
         add(f);
       }
+  }
+
+  // Median GB/s of `ops` run together `iters` times (after warm-up), one
+  // figure per op.
+  std::vector<double> copy_gbps(Copier& c, const std::vector<CopyOp>& ops) const {
+    for (int w = 0; w < plan_.warmup; ++w) c.run(ops);
+    std::vector<std::vector<double>> us(ops.size());
+    for (int i = 0; i < plan_.iters; ++i) {
+      const CopyTiming t = c.run(ops);
+      for (std::size_t k = 0; k < ops.size(); ++k) us[k].push_back(t.op_us[k]);
+    }
+    std::vector<double> out;
+    for (std::size_t k = 0; k < ops.size(); ++k)
+      out.push_back(static_cast<double>(ops[k].bytes) / (compute_stats(us[k]).median * 1e3));
+    return out;
+  }
+
+  // h2d and d2h at once on each device, against the two alone.
+  void duplex() {
+    auto copier = be_.copier(Method::dma, {});
+    for (const auto& d : be_.devices()) {
+      const Record* h = find("h2d", d.id, "dma");
+      const Record* b = find("d2h", d.id, "dma");
+      if (!h || !b) continue;
+      try {
+        auto hs = be_.allocate(MemKind::pinned, -1, plan_.size);
+        auto hd = be_.allocate(MemKind::pinned, -1, plan_.size);
+        auto ds = be_.allocate(MemKind::device, d.id, plan_.size);
+        auto dd = be_.allocate(MemKind::device, d.id, plan_.size);
+        const auto g = copy_gbps(*copier, {{hs.get(), dd.get(), plan_.size},
+                                           {ds.get(), hd.get(), plan_.size}});
+        Finding f{"duplex", fmt::format("device {} h2d+d2h dma", d.id), Verdict::none, g[0] + g[1],
+                  h->gbps_median + b->gbps_median, "GB/s", ""};
+        if (be_.name() == "host") {
+          f.why = fmt::format("for reference: both directions share host memory here (h2d {:.2f} "
+                              "+ d2h {:.2f} GB/s at once)",
+                              g[0], g[1]);
+        } else {
+          f.verdict = grade(f.ratio(), 0.7, 0.4);
+          f.why = f.verdict == Verdict::pass
+                      ? "both directions at once add up: the link runs full duplex"
+                      : fmt::format("h2d {:.2f} + d2h {:.2f} GB/s at once reach {:.0f} % of the "
+                                    "two alone: the link or the copy engines do not run both "
+                                    "directions together",
+                                    g[0], g[1], f.ratio() * 100);
+        }
+        add(f);
+      } catch (const std::exception& e) {
+        add({"duplex", fmt::format("device {}", d.id), Verdict::warn, 0, 0, "GB/s",
+             fmt::format("did not run: {}", e.what())});
+      }
+    }
+  }
+
+  // The default pinned allocation against pinned memory on each device's
+  // own NUMA node: a buffer on the far node costs bandwidth.
+  void numa() {
+    auto copier = be_.copier(Method::dma, {});
+    for (const auto& d : be_.devices()) {
+      Finding f{"numa", fmt::format("h2d device {} dma", d.id), Verdict::none, 0, 0, "GB/s", ""};
+      try {
+        auto near = be_.allocate_pinned_near(d.id, plan_.size);
+        auto dflt = be_.allocate(MemKind::pinned, -1, plan_.size);
+        auto dst = be_.allocate(MemKind::device, d.id, plan_.size);
+        const double g_near = copy_gbps(*copier, {{near.get(), dst.get(), plan_.size}})[0];
+        const double g_dflt = copy_gbps(*copier, {{dflt.get(), dst.get(), plan_.size}})[0];
+        f.measured = g_dflt;
+        f.expected = g_near;
+        f.verdict = grade(f.ratio());
+        f.why = f.verdict == Verdict::pass
+                    ? fmt::format("the default pinned buffer does as well as one on the device's "
+                                  "NUMA node ({})",
+                                  d.numa)
+                    : fmt::format("the default pinned buffer reaches {:.0f} % of one on the "
+                                  "device's NUMA node {}: it is misplaced (bind it there: numactl "
+                                  "--membind={} or the allocator's NUMA option)",
+                                  f.ratio() * 100, d.numa, d.numa);
+      } catch (const NotSupported& e) {
+        f.why = fmt::format("not measured: {}", e.what());
+      } catch (const std::exception& e) {
+        f.verdict = Verdict::warn;
+        f.why = fmt::format("did not run: {}", e.what());
+      }
+      add(f);
+    }
   }
 
   // Devices against each other, per case and method.
