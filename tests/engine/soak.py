@@ -231,6 +231,9 @@ class Soak:
                 self.abort_reason = why
         self.stop.set()
 
+    def halted(self):  # the server died or the soak is aborting
+        return self.server.poll() is not None or self.abort_reason is not None
+
     def server_alive(self):
         return self.server.poll() is None
 
@@ -358,7 +361,8 @@ class Soak:
         p = self.popen(cmd, self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.note(self.victims, "started")
         try:
-            self.log.wait_for(lambda: loops in self.log.by_loops or p.poll() is not None, 40)
+            self.log.wait_for(lambda: loops in self.log.by_loops or p.poll() is not None
+                              or self.halted(), 40)
             with self.log.cond:
                 who = self.log.by_loops.get(loops)
             if p.poll() is not None:
@@ -375,9 +379,11 @@ class Soak:
             self.note(self.victims, "killed mid-transfer")
             with self.lock:
                 self.victim_whos.append(who)
-            got = self.log.wait_for(lambda: who in self.log.failed or who not in self.log.open,
-                                    SERVER_IO_TIMEOUT + 20)
-            if not got:
+            got = self.log.wait_for(lambda: who in self.log.failed or who not in self.log.open
+                                    or self.halted(), SERVER_IO_TIMEOUT + 20)
+            if self.server.poll() is not None and who not in self.log.failed:
+                self.note(self.victims, "server died before logging its failure")
+            elif not got:
                 self.note(self.victims, "server did not log its failure within 30 s")
         finally:
             if p.poll() is None:
@@ -408,7 +414,8 @@ class Soak:
             if data:
                 s.sendall(data)
             self.note(self.hostile, kind)
-            if want_reply:
+            if want_reply:  # a slow reader may stall the server for its I/O timeout
+                s.settimeout(2 * SERVER_IO_TIMEOUT + 5)
                 got = b""
                 try:
                     while len(got) < HEADER:
@@ -500,12 +507,12 @@ class Soak:
         next_t = time.monotonic() + self.a.slow_first
         hold = SERVER_IO_TIMEOUT + 1.5
         while not self.stop.is_set():
+            # Start one only if it ends before the planned end (a run stays bounded).
+            if self.deadline is not None and max(time.monotonic(), next_t) + hold > self.deadline:
+                return
             if time.monotonic() < next_t:
                 self.stop.wait(min(0.2, next_t - time.monotonic()))
                 continue
-            # Start one only if it ends before the planned end (a run stays bounded).
-            if self.deadline is not None and time.monotonic() + hold > self.deadline:
-                return
             try:
                 s = self.sock()
             except OSError as e:
@@ -521,7 +528,8 @@ class Soak:
                     s.sendall(frame(MSG_HELLO, length=64) + b"\0" * rng.randint(0, 63))
                 self.note(self.hostile, "slow_reader")
                 who = f"127.0.0.1:{port}"
-                if not self.log.wait_for(lambda: who in self.log.rejected, hold + 5):
+                if not self.log.wait_for(lambda: who in self.log.rejected or self.halted(),
+                                         hold + 5) and not self.halted():
                     self.note(self.hostile_notes, "slow_reader: not rejected in time")
             except OSError as e:
                 self.note(self.hostile_notes, f"slow_reader: {type(e).__name__}")

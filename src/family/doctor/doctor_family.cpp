@@ -5,8 +5,15 @@
 
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <cstring>
 #include <map>
 #include <set>
@@ -22,6 +29,7 @@
 #include "family/engine/engine_bench.hpp"
 #include "family/run.hpp"
 #include "report/table_kit.hpp"
+#include "runtime/runtime.hpp"
 
 namespace xb {
 namespace {
@@ -460,6 +468,117 @@ class Doctor {
   std::vector<Finding> findings_;
 };
 
+// Runs `mpiexec -n N <this binary> ARGS... --format json -o FILE -q`,
+// returns the parsed document, or throws RuntimeError with the reason.
+nlohmann::json run_ranked(int ranks, const std::vector<std::string>& args, double timeout_s) {
+  char self[4096] = {};
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw RuntimeError("cannot find this binary");
+  char dir[] = "/tmp/xferbench-doctor-XXXXXX";
+  if (!mkdtemp(dir)) throw RuntimeError("cannot make a temporary directory");
+  const std::string out = std::string(dir) + "/out.json", err = std::string(dir) + "/err.log";
+  const char* launcher = std::getenv("XFERBENCH_MPIEXEC");
+  std::vector<std::string> argv = {launcher && *launcher ? launcher : "mpiexec", "-n",
+                                   std::to_string(ranks), self};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const char* a : {"--format", "json", "-q", "-o"}) argv.emplace_back(a);
+  argv.push_back(out);
+  const pid_t pid = fork();
+  if (pid < 0) throw RuntimeError("fork failed");
+  if (pid == 0) {
+    std::vector<char*> c;
+    for (auto& a : argv) c.push_back(a.data());
+    c.push_back(nullptr);
+    if (FILE* f = std::freopen(err.c_str(), "w", stderr)) (void)f;
+    if (FILE* f = std::freopen("/dev/null", "w", stdout)) (void)f;
+    execvp(c[0], c.data());
+    _exit(127);
+  }
+  int status = 0;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_s));
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      throw RuntimeError(fmt::format("`{}` did not end within {:.0f} s", fmt::join(argv, " "),
+                                     timeout_s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::ifstream in(out), e(err);
+  std::stringstream text, etext;
+  text << in.rdbuf();
+  etext << e.rdbuf();
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  rmdir(dir);
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  if (text.str().empty()) {
+    std::string why = etext.str();
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    if (const auto nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);
+    throw RuntimeError(fmt::format("exit {}: {}", rc, why.empty() ? "no output" : why));
+  }
+  return nlohmann::json::parse(text.str());
+}
+
+// With --ranks N: remote get and an allreduce at two sizes across N ranks
+// of this host, each run as its own `mpiexec` (so this process stays one).
+std::vector<Finding> cross_rank(int ranks, const std::string& backend, double reference) {
+  std::vector<Finding> out;
+  const struct {
+    const char* check;
+    std::vector<std::string> args;
+  } runs[] = {{"remote", {"remote", "--op", "get", "-b", "64K", "-e", "4M", "-f", "64"}},
+              {"allreduce", {"coll", "allreduce", "-b", "64K", "-e", "4M", "-f", "64", "-n",
+                             "10", "-w", "3"}}};
+  for (const auto& run : runs) {
+    std::vector<std::string> args = run.args;
+    args.insert(args.end(), {"--backend", backend});
+    try {
+      const auto doc = run_ranked(ranks, args, 300);
+      for (const auto& r : doc.at("results")) {
+        const std::string status = r.value("status", "");
+        const auto bytes = r.value("bytes", std::uint64_t{0});
+        const std::string method = r.value("method", "");
+        Finding f{run.check, "", Verdict::none, 0, 0, "GB/s", ""};
+        if (std::string(run.check) == "remote") {
+          f.where = fmt::format("get {} {} {}->{}", format_size(bytes), method,
+                                r.value("src", -1), r.value("dst", -1));
+          f.measured = r.contains("gbps") ? r["gbps"].value("median", 0.0) : 0.0;
+          if (backend == "host" && bytes >= (1ULL << 20)) {
+            f.expected = reference;
+            f.verdict = grade(f.ratio(), 0.2, 0.05);
+            f.why = f.verdict == Verdict::pass
+                        ? "a peer rank's window read near memcpy speed (same host)"
+                        : fmt::format("{:.0f} % of memcpy on the cores: look at the window's "
+                                      "transport (shm or rma) and MPICH's settings",
+                                      f.ratio() * 100);
+          } else {
+            f.why = "for reference (small transfers, or no expected figure on this backend)";
+          }
+        } else {
+          if (r.value("inplace", false)) continue;
+          f.where = fmt::format("allreduce {} {}", format_size(bytes), r.value("dtype", ""));
+          f.measured = r.value("busbw", 0.0);
+          f.why = fmt::format("busbw for reference ({} ranks, {})", ranks,
+                              doc.at("results").size() > 0 ? method : "");
+        }
+        if (status != "ok") {
+          f.verdict = Verdict::fail;
+          f.why = fmt::format("{}: {}", status, r.value("reason", ""));
+        }
+        out.push_back(f);
+      }
+    } catch (const std::exception& e) {
+      out.push_back({run.check, fmt::format("{} ranks", ranks), Verdict::fail, 0, 0, "GB/s",
+                     fmt::format("did not run: {}", e.what())});
+    }
+  }
+  return out;
+}
+
 Record to_record(const Finding& f, Bytes size) {
   Record r;
   r.kase = f.check;
@@ -536,7 +655,9 @@ class DoctorFamily final : public Family {
     app.add_option("--checks", checks_,
                    fmt::format("comma list of checks to run (default all): {}",
                                fmt::join(kChecks, ", ")));
-    add_run_options(app, run_, {});
+    RunOpts which;
+    which.ranks = true;
+    add_run_options(app, run_, which);
     app.footer(R"(Measures h2d, d2h and d2d per device with both methods, the p2p matrix, a 4 KiB
 latency and the engine on loopback, then holds each figure against what its
 link should give: PCIe generation x width (sysfs), device memory clock x bus
@@ -545,11 +666,15 @@ of one link class; flags noisy measurements. Exit 1 when a check fails.
 Examples:
   xferbench doctor
   xferbench doctor --quick --format json -o doctor.json
-  xferbench doctor --backend cuda --checks bandwidth,link,direction)");
+  xferbench doctor --backend cuda --checks bandwidth,link,direction
+  xferbench doctor --ranks 2        # also remote get and an allreduce across 2 ranks)");
   }
 
   int run(const Invocation&) override {
     std::set<std::string> checks(kChecks.begin(), kChecks.end());
+    if (launched_by_mpiexec())
+      throw UsageError("doctor runs as one process: give --ranks N instead of mpiexec");
+    if (run_.ranks == 1) throw UsageError("--ranks 1: the cross-rank checks need at least 2");
     if (!checks_.empty()) {
       checks.clear();
       for (const auto& c : split_list(checks_)) {
@@ -565,7 +690,13 @@ Examples:
     Backend& be = *chosen.backend;
     Output out(run_);
     Doctor doc(be, plan, checks, progress_for(run_));
-    const std::vector<Finding> findings = doc.run();
+    std::vector<Finding> findings = doc.run();
+    if (run_.ranks > 1) {
+      for (auto& f : cross_rank(run_.ranks, be.name(), doc.reference())) findings.push_back(f);
+    } else if (run_.ranks == 0) {
+      findings.push_back({"ranks", "-", Verdict::none, 0, 0, "",
+                          "remote get and allreduce not run: give --ranks N (N >= 2)"});
+    }
     Report report{"doctor", env_of(be),
                   {{"depth", plan.depth},
                    {"size", static_cast<std::int64_t>(plan.size)},
