@@ -29,8 +29,10 @@ def frame(t, payload, version=VERSION, magic=b"XBEN", length=None):
     return magic + struct.pack("<HHI", version, TYPES.get(t, t) if isinstance(t, str) else t, n) + payload
 
 
-def descriptor(addr=b"ucx-worker-addr", rkey=b"rkey", base=0x7F0000000000, length=1 << 20, off=0):
-    return s(addr) + s(rkey) + u64(base) + u64(length) + u64(off)
+def descriptor(addr=b"ucx-worker-addr", rkey=b"rkey", base=0x7F0000000000, length=1 << 20, off=0,
+               ipc=b"", ipc_size=0, ipc_offset=0, node=b"boot-id"):
+    return (s(addr) + s(rkey) + u64(base) + u64(length) + u64(off) + s(ipc) + u64(ipc_size) +
+            u64(ipc_offset) + s(node))
 
 
 def seeds():
@@ -43,6 +45,9 @@ def seeds():
         "trailing": d + b"x",
         "no_address": descriptor(addr=b""),
         "overflow": descriptor(base=(1 << 64) - 16, length=32),
+        "ipc_only": descriptor(rkey=b"", ipc=b"\x01" * 64, ipc_size=4 << 20, ipc_offset=1 << 20),
+        "ipc_outside": descriptor(rkey=b"", ipc=b"\x01" * 64, ipc_size=1 << 20, ipc_offset=4096),
+        "no_key_no_ipc": descriptor(rkey=b""),
         "huge_string": u64(1 << 40) + b"abc",
     }
     yield "wire_frame", {

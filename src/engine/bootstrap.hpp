@@ -38,6 +38,16 @@ struct ServerConfig {
   std::byte* memory = nullptr;
   std::string kind = "host";
   std::string kind_note = "host memory";
+  // Memory the server cannot touch or UCX cannot register (GPU memory):
+  // `registrable` false keeps it away from UCX; `ipc` (a device IPC handle
+  // of the whole region) goes to every client; `fill(offset, length)`
+  // writes the server's pattern there (pattern offset = region offset) and
+  // `check(offset, length, seed, pattern_offset)` returns the first wrong
+  // byte (or -1), instead of host access.
+  bool registrable = true;
+  std::string ipc;
+  std::function<void(std::uint64_t, std::uint64_t)> fill;
+  std::function<std::int64_t(std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t)> check;
   int clients = 1;
   double accept_wait_s = 60;
   double io_timeout_s = 10;
@@ -51,6 +61,9 @@ struct ServerSummary {
   int failed = 0;    // vanished mid-session
   int rejected = 0;  // wrong token, malformed message, server full
 };
+
+// This machine's identity for "same node" (the kernel's boot id).
+std::string node_id();
 
 // Serves until `clients` sessions have ended. Throws UsageError for a bad
 // address, RuntimeError when fewer than `clients` connected in time.

@@ -12,12 +12,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/pattern.hpp"
+#include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "engine/bootstrap.hpp"
 #include "engine/ucx.hpp"
@@ -73,11 +75,18 @@ class Server {
  public:
   explicit Server(const ServerConfig& cfg)
       : cfg_(cfg),
-        region_(cfg.memory ? Region(worker_, cfg.memory, cfg.size) : Region(worker_, cfg.size)),
+        region_(!cfg.registrable ? nullptr
+                : cfg.memory     ? std::make_unique<Region>(worker_, cfg.memory, cfg.size)
+                                 : std::make_unique<Region>(worker_, cfg.size)),
+        data_(region_ ? region_->data() : cfg.memory),
         slot_len_(cfg.size / cfg.clients / 4096 * 4096),
         busy_(static_cast<std::size_t>(cfg.clients), false) {
     if (slot_len_ == 0) throw UsageError("--size is too small for one 4 KiB slot per client");
-    fill_pattern(std::span(region_.data(), region_.size()), kServerSeed, 0);
+    if (!region_ && cfg.ipc.empty())
+      throw UsageError("a region UCX cannot register needs an IPC handle for its clients");
+    if ((cfg.fill == nullptr) != (cfg.check == nullptr))
+      throw RuntimeError("the server's fill and check hooks come together");
+    restore_bytes(0, cfg.size);
     efd_ = worker_.event_fd();
   }
 
@@ -151,8 +160,30 @@ class Server {
   }
 
   void restore(int slot, std::uint64_t off, std::uint64_t len) {
-    const std::uint64_t base = static_cast<std::uint64_t>(slot) * slot_len_ + off;
-    fill_pattern(std::span(region_.data() + base, len), kServerSeed, base);
+    restore_bytes(static_cast<std::uint64_t>(slot) * slot_len_ + off, len);
+  }
+  void restore_bytes(std::uint64_t base, std::uint64_t len) {
+    if (cfg_.fill)
+      cfg_.fill(base, len);
+    else
+      fill_pattern(std::span(data_ + base, len), kServerSeed, base);
+  }
+
+  SegmentDescriptor describe(std::uint64_t off) const {
+    SegmentDescriptor d;
+    if (region_) {
+      d = region_->describe(off, slot_len_, off);
+    } else {
+      d.worker_address = worker_.address();
+      d.base = reinterpret_cast<std::uint64_t>(data_) + off;
+      d.length = slot_len_;
+      d.pattern_offset = off;
+    }
+    d.ipc = cfg_.ipc;
+    d.ipc_size = cfg_.ipc.empty() ? 0 : cfg_.size;
+    d.ipc_offset = cfg_.ipc.empty() ? 0 : off;
+    d.node = node_id();
+    return d;
   }
 
   void refuse(std::size_t i, const std::string& why) {
@@ -216,8 +247,7 @@ class Server {
     sessions_[i].slot = slot;
     ++accepted_;
     const std::uint64_t off = static_cast<std::uint64_t>(slot) * slot_len_;
-    send_frame(sessions_[i].fd, {MsgType::accept, encode(region_.describe(off, slot_len_, off))},
-               cfg_.io_timeout_s);
+    send_frame(sessions_[i].fd, {MsgType::accept, encode(describe(off))}, cfg_.io_timeout_s);
     log(fmt::format("client {} accepted into slot {} ({}) · {}", sessions_[i].who, slot,
                     format_size(slot_len_), digest));
   }
@@ -226,10 +256,14 @@ class Server {
     const VerifyRequest v = decode_verify(f.payload, slot_len_);
     const std::uint64_t off = v.offset, len = v.length, seed = v.seed;
     const std::uint64_t base = static_cast<std::uint64_t>(s.slot) * slot_len_ + off;
-    const auto bad =
-        find_mismatch(std::span<const std::byte>(region_.data() + base, len), seed, off);
+    std::int64_t bad = -1;
+    if (cfg_.check) {
+      bad = cfg_.check(base, len, seed, off);
+    } else if (const auto m = find_mismatch(std::span<const std::byte>(data_ + base, len), seed, off)) {
+      bad = static_cast<std::int64_t>(*m);
+    }
     restore(s.slot, off, len);
-    const std::uint64_t answer = bad ? static_cast<std::uint64_t>(*bad) : ~0ULL;
+    const std::uint64_t answer = bad >= 0 ? static_cast<std::uint64_t>(bad) : ~0ULL;
     send_frame(s.fd, {MsgType::verified, Writer().u64(answer).take()}, cfg_.io_timeout_s);
   }
 
@@ -242,7 +276,8 @@ class Server {
 
   const ServerConfig& cfg_;
   Worker worker_;
-  Region region_;
+  std::unique_ptr<Region> region_;  // null: not registered with UCX (IPC only)
+  std::byte* data_;
   std::uint64_t slot_len_;
   std::vector<bool> busy_;
   std::vector<Session> sessions_;
@@ -253,6 +288,13 @@ class Server {
 };
 
 }  // namespace
+
+std::string node_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id.empty() ? host_name() : id;
+}
 
 ServerSummary serve(const ServerConfig& cfg) {
   if (cfg.clients < 1) throw UsageError("--clients must be at least 1");

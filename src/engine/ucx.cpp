@@ -132,8 +132,13 @@ SegmentDescriptor Region::describe(std::uint64_t offset, std::uint64_t length,
                                    std::uint64_t pattern_offset) const {
   if (offset > size_ || length > size_ - offset)
     throw RuntimeError("descriptor range outside the region");
-  return {worker_.address(), packed_rkey(), reinterpret_cast<std::uint64_t>(data()) + offset,
-          length, pattern_offset};
+  SegmentDescriptor d;
+  d.worker_address = worker_.address();
+  d.rkey = packed_rkey();
+  d.base = reinterpret_cast<std::uint64_t>(data()) + offset;
+  d.length = length;
+  d.pattern_offset = pattern_offset;
+  return d;
 }
 
 struct Remote::State {

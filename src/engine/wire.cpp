@@ -59,6 +59,10 @@ std::string encode(const SegmentDescriptor& d) {
       .u64(d.base)
       .u64(d.length)
       .u64(d.pattern_offset)
+      .str(d.ipc)
+      .u64(d.ipc_size)
+      .u64(d.ipc_offset)
+      .str(d.node)
       .take();
 }
 
@@ -70,10 +74,16 @@ SegmentDescriptor decode_descriptor(const std::string& bytes) {
   d.base = r.u64();
   d.length = r.u64();
   d.pattern_offset = r.u64();
+  d.ipc = r.str(4096);
+  d.ipc_size = r.u64();
+  d.ipc_offset = r.u64();
+  d.node = r.str(256);
   r.done();
-  if (d.worker_address.empty() || d.rkey.empty())
+  if (d.worker_address.empty() || (d.rkey.empty() && d.ipc.empty()))
     throw ProtocolError("descriptor without address or key");
   if (d.base + d.length < d.base) throw ProtocolError("descriptor range overflows");
+  if (!d.ipc.empty() && (d.ipc_offset > d.ipc_size || d.length > d.ipc_size - d.ipc_offset))
+    throw ProtocolError("descriptor range outside its IPC region");
   return d;
 }
 

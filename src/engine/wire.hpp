@@ -16,12 +16,18 @@ class ProtocolError : public std::runtime_error {
 
 // What a peer needs to reach registered memory: its UCX worker address, the
 // packed remote key, and the range it may touch.
+// A region UCX cannot register (GPU memory without a CUDA-enabled UCX)
+// has no rkey; clients on the server's node reach it through `ipc` instead.
 struct SegmentDescriptor {
   std::string worker_address;  // opaque UCX bytes
-  std::string rkey;            // opaque packed rkey
+  std::string rkey;            // opaque packed rkey; empty: not registered with UCX
   std::uint64_t base = 0;      // remote virtual address of the range
   std::uint64_t length = 0;
   std::uint64_t pattern_offset = 0;  // where the range starts in the server's verification pattern
+  std::string ipc{};                 // opaque device IPC handle of the whole region, or empty
+  std::uint64_t ipc_size = 0;        // bytes of that region
+  std::uint64_t ipc_offset = 0;      // where this range starts in it
+  std::string node{};                // the server's node (boot id): IPC works on the same node only
 };
 
 std::string encode(const SegmentDescriptor& d);

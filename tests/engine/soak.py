@@ -609,7 +609,13 @@ class Soak:
             self.deadline = None
         else:
             self.planned_s = a.minutes * 60
-            rounds = max(1, int(self.planned_s / a.pace + 0.999))
+            # Each slow reader stalls the server (and the rounds) for its I/O timeout.
+            stall, t = 0.0, a.slow_first
+            hold = SERVER_IO_TIMEOUT + 1.5
+            while a.slow_every > 0 and not a.no_hostile and t + hold <= self.planned_s:
+                stall += SERVER_IO_TIMEOUT
+                t += hold + a.slow_every
+            rounds = max(1, int((self.planned_s - stall) / a.pace + 0.999))
         rounds = min(rounds, (4096 - 1) // per_round)
         n_total = rounds * per_round + 1
         t0 = time.monotonic()
@@ -652,8 +658,10 @@ class Soak:
         self.stop.set()
         self.rss_end = rss_kib(self.server.pid) if self.server_alive() else None
         final_ok = False
+        fill_t0 = time.monotonic()
         if self.abort_reason is None and self.server_alive():
             final_ok = self.fill_and_finish()
+        self.fill_s = time.monotonic() - fill_t0
         try:
             code = self.server.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -730,6 +738,7 @@ class Soak:
                 "verified": self.wb_verified,
                 "lost": len(self.wb_lost),
                 "fill_runs": self.wb_fill,
+                "fill_and_final_s": round(self.fill_s, 1),
                 "transports": dict(self.transports),
                 "lost_details": self.wb_lost[:20],
             },

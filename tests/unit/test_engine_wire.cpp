@@ -90,13 +90,61 @@ TEST(EngineWire, BlockSteps) {
 
 namespace xb {
 
+LaneFacts facts(bool client_device, bool registrable, const char* backend) {
+  LaneFacts f;
+  f.client_device = client_device;
+  f.device_registrable = registrable;
+  f.backend = backend;
+  return f;
+}
+
 TEST(EngineLanes, AutomaticRegistersWhatUcxCanAndStagesTheRest) {
-  EXPECT_EQ(choose_lane(EngineLane::automatic, false, false, "cuda"), EngineLane::ucx);
-  EXPECT_EQ(choose_lane(EngineLane::automatic, true, true, "host"), EngineLane::ucx);
-  EXPECT_EQ(choose_lane(EngineLane::automatic, true, false, "cuda"), EngineLane::staged);
-  EXPECT_EQ(choose_lane(EngineLane::staged, true, true, "host"), EngineLane::staged);
-  EXPECT_THROW(choose_lane(EngineLane::ucx, true, false, "cuda"), UsageError);
-  EXPECT_THROW(choose_lane(EngineLane::staged, false, true, "host"), UsageError);
+  EXPECT_EQ(choose_lane(EngineLane::automatic, facts(false, false, "cuda")), EngineLane::ucx);
+  EXPECT_EQ(choose_lane(EngineLane::automatic, facts(true, true, "host")), EngineLane::ucx);
+  EXPECT_EQ(choose_lane(EngineLane::automatic, facts(true, false, "cuda")), EngineLane::staged);
+  EXPECT_EQ(choose_lane(EngineLane::staged, facts(true, true, "host")), EngineLane::staged);
+  EXPECT_THROW(choose_lane(EngineLane::ucx, facts(true, false, "cuda")), UsageError);
+  EXPECT_THROW(choose_lane(EngineLane::staged, facts(false, true, "host")), UsageError);
+}
+
+TEST(EngineLanes, IpcWhereTheServerExportsItsRegionOnThisNode) {
+  LaneFacts f = facts(true, false, "cuda");
+  f.server_ipc = true;
+  f.same_node = true;
+  f.can_import = true;
+  EXPECT_EQ(choose_lane(EngineLane::automatic, f), EngineLane::ipc);
+  EXPECT_EQ(choose_lane(EngineLane::staged, f), EngineLane::staged);  // forced still wins
+  f.server_rkey = false;  // GPU memory UCX cannot register: IPC or nothing
+  EXPECT_EQ(choose_lane(EngineLane::automatic, f), EngineLane::ipc);
+  f.same_node = false;
+  EXPECT_THROW(choose_lane(EngineLane::automatic, f), UsageError);
+  EXPECT_THROW(choose_lane(EngineLane::ipc, f), UsageError);
+  f.same_node = true;
+  f.can_import = false;  // the host backend maps no IPC handles
+  EXPECT_THROW(choose_lane(EngineLane::ipc, f), UsageError);
+  LaneFacts h = facts(false, true, "host");  // a host region has no handle
+  EXPECT_THROW(choose_lane(EngineLane::ipc, h), UsageError);
+}
+
+TEST(EngineWire, DescriptorCarriesTheIpcHandleAndNode) {
+  engine::SegmentDescriptor d;
+  d.worker_address = "addr";
+  d.base = 4096;
+  d.length = 1 << 20;
+  d.ipc = std::string(64, '\x01');
+  d.ipc_size = 4 << 20;
+  d.ipc_offset = 1 << 20;
+  d.node = "boot-id";
+  const auto e = engine::decode_descriptor(engine::encode(d));  // no rkey: IPC only
+  EXPECT_EQ(e.ipc, d.ipc);
+  EXPECT_EQ(e.ipc_size, d.ipc_size);
+  EXPECT_EQ(e.ipc_offset, d.ipc_offset);
+  EXPECT_EQ(e.node, "boot-id");
+  d.ipc_offset = 4 << 20;  // the range leaves the exported region
+  EXPECT_THROW(engine::decode_descriptor(engine::encode(d)), engine::ProtocolError);
+  d.ipc.clear();  // neither rkey nor handle
+  d.ipc_offset = 0;
+  EXPECT_THROW(engine::decode_descriptor(engine::encode(d)), engine::ProtocolError);
 }
 
 TEST(EngineLanes, StageChunksCoverTheRequestWithAPartialLastOne) {

@@ -183,6 +183,58 @@ class Staged final : public Local {
   Bounce bounce_[2];
 };
 
+// The server's region mapped through its IPC handle: the backend's copy
+// engine moves each request between it and the client's memory, an event
+// per request (sync) or per batch (async).
+class Ipc final : public Local {
+ public:
+  Ipc(Backend& be, int device, bool client_device, Bytes total, const engine::SegmentDescriptor& seg)
+      : be_(be),
+        offset_(seg.ipc_offset),
+        remote_(be.import_buffer(seg.ipc, device, seg.ipc_size)),
+        local_(be.allocate(client_device ? MemKind::device : MemKind::pinned, device, total)),
+        stream_(be.create_stream(device, {})),
+        done_(be.create_event()) {}
+  void transfer(Op op, const Req& r) override {
+    enqueue(op, r);
+    wait();
+  }
+  void post(Op op, const std::vector<Req>& batch) override {
+    for (const Req& r : batch) enqueue(op, r);
+  }
+  void wait() override {
+    stream_->record(*done_);
+    done_->synchronize();
+  }
+  void fill(Bytes total) override {
+    std::vector<std::byte> v(total);
+    fill_pattern(std::span(v), engine::kClientSeed, 0);
+    be_.write(*local_, 0, v);
+  }
+  void poison(Bytes total) override {
+    be_.write(*local_, 0, std::vector<std::byte>(total, std::byte{0x5A}));
+  }
+  std::vector<std::byte> contents(Bytes total) override {
+    std::vector<std::byte> v(total);
+    be_.read(*local_, 0, v);
+    return v;
+  }
+  std::string transports() const override { return be_.name() + " ipc (copy engine)"; }
+
+ private:
+  void enqueue(Op op, const Req& r) {
+    if (op == Op::read)
+      stream_->copy_async(*remote_, offset_ + r.offset, *local_, r.offset, r.length);
+    else
+      stream_->copy_async(*local_, r.offset, *remote_, offset_ + r.offset, r.length);
+  }
+  Backend& be_;
+  Bytes offset_;
+  std::unique_ptr<Buffer> remote_, local_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Event> done_;
+};
+
 // One loop: the whole -t moved in blocks of `bs`.
 void one_loop(Local& local, Op op, Bytes total, Bytes bs, const EngineClientConfig& cfg, Timing* t) {
   const Bytes n = total / bs;
@@ -302,19 +354,41 @@ std::string engine_digest(const EngineClientConfig& c) {
 }
 
 const char* to_string(EngineLane l) {
-  return l == EngineLane::ucx ? "ucx" : l == EngineLane::staged ? "staged" : "auto";
+  switch (l) {
+    case EngineLane::ucx:
+      return "ucx";
+    case EngineLane::staged:
+      return "staged";
+    case EngineLane::ipc:
+      return "ipc";
+    case EngineLane::automatic:
+      break;
+  }
+  return "auto";
 }
 
-EngineLane choose_lane(EngineLane forced, bool client_device, bool device_registrable,
-                       const std::string& backend) {
-  const bool registrable = !client_device || device_registrable;
+EngineLane choose_lane(EngineLane forced, const LaneFacts& f) {
+  const bool ipc_ok = f.server_ipc && f.same_node && f.can_import;
+  const bool registrable = !f.client_device || f.device_registrable;
+  if (forced == EngineLane::ipc && !ipc_ok)
+    throw UsageError(
+        !f.server_ipc  ? std::string("--lane ipc: the server's region has no IPC handle (a host "
+                                     "region, or a backend without device IPC)")
+        : !f.same_node ? std::string("--lane ipc: the server runs on another node")
+                       : fmt::format("--lane ipc: the {} backend cannot map IPC handles", f.backend));
+  if (!f.server_rkey && !ipc_ok && forced != EngineLane::ipc)
+    throw UsageError(fmt::format(
+        "the server's region is device memory that UCX {} cannot register: only CUDA IPC on the "
+        "server's node reaches it (run the client there with --backend cuda)",
+        engine::ucx_version()));
   if (forced == EngineLane::ucx && !registrable)
     throw UsageError(fmt::format(
         "--lane ucx: this UCX ({}) cannot register {} device memory; use --lane staged",
-        engine::ucx_version(), backend));
-  if (forced == EngineLane::staged && !client_device)
+        engine::ucx_version(), f.backend));
+  if (forced == EngineLane::staged && !f.client_device)
     throw UsageError("--lane staged stages device memory: the mode's client side is host memory");
   if (forced != EngineLane::automatic) return forced;
+  if (ipc_ok) return EngineLane::ipc;
   return registrable ? EngineLane::ucx : EngineLane::staged;
 }
 
@@ -353,12 +427,21 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
   if (cfg.total > link.segment().length)
     throw UsageError(fmt::format("-t {} is larger than this client's slot on the server ({})",
                                  format_size(cfg.total), format_size(link.segment().length)));
-  const EngineLane lane =
-      choose_lane(cfg.lane, dev, dev && device_memory_registrable(backend), backend.name());
+  LaneFacts facts;
+  facts.client_device = dev;
+  facts.device_registrable = dev && device_memory_registrable(backend);
+  facts.server_rkey = !link.segment().rkey.empty();
+  facts.server_ipc = !link.segment().ipc.empty();
+  facts.same_node = link.segment().node == engine::node_id();
+  facts.can_import = backend.capabilities().device_ipc;
+  facts.backend = backend.name();
+  const EngineLane lane = choose_lane(cfg.lane, facts);
   engine::Worker worker;
   const auto r0 = Clock::now();
   std::unique_ptr<Local> local;
-  if (lane == EngineLane::staged)
+  if (lane == EngineLane::ipc)
+    local = std::make_unique<Ipc>(backend, cfg.device, dev, cfg.total, link.segment());
+  else if (lane == EngineLane::staged)
     local = std::make_unique<Staged>(worker, backend, cfg.device, cfg.total, link.segment(), cfg);
   else
     local = std::make_unique<Direct>(
@@ -399,19 +482,54 @@ void check_engine_device(const Backend& b, int device, const char* option) {
 // The server's region on `device` of `b`: NUMA-bound memory on the host
 // backend. Other backends' device memory is not host-addressable, and the
 // server fills and checks its region through host access.
-std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option) {
+std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option,
+                                             engine::ServerConfig& sc) {
   check_engine_device(b, device, option);
-  if (b.name() != "host")
-    throw UsageError(fmt::format(
-        "a server region in {} device memory is not in this version (the server fills and "
-        "checks its region through host access, and UCX {} cannot register it): serve host "
-        "memory, or device memory of the host backend (a NUMA node)",
-        b.name(), engine::ucx_version()));
+  if (b.name() != "host" && b.name() != "cuda")
+    throw UsageError(fmt::format("a server region in {} device memory is not in this version",
+                                 b.name()));
   const Bytes free = b.free_memory(MemKind::device, device);
   if (free && size > free)
     throw UsageError(fmt::format("the region ({}) is larger than device {}'s free memory ({})",
                                  format_capacity(size), device, format_capacity(free)));
-  return b.allocate(MemKind::device, device, size);
+  auto region = b.allocate(MemKind::device, device, size);
+  sc.memory = static_cast<std::byte*>(region->data());
+  sc.kind = "device";
+  sc.kind_note = engine_device_note(b, device);
+  if (b.name() == "host") return region;  // NUMA-bound host memory: the server's own pointer
+  // GPU memory: exported for IPC clients, registered with UCX only where
+  // the UCX in use takes it, filled and checked through the backend.
+  sc.registrable = engine::ucx_supports_memory("cuda");
+  try {
+    sc.ipc = b.export_buffer(*region);
+  } catch (const NotSupported&) {
+  }
+  if (!sc.registrable && sc.ipc.empty())
+    throw UsageError(fmt::format("{} device memory can be neither registered with UCX {} nor "
+                                 "exported for IPC here",
+                                 b.name(), engine::ucx_version()));
+  Buffer* buf = region.get();
+  static constexpr Bytes kChunk = 16ULL << 20;
+  sc.fill = [&b, buf](std::uint64_t off, std::uint64_t len) {
+    std::vector<std::byte> v;
+    for (Bytes done = 0; done < len; done += kChunk) {
+      v.resize(std::min(kChunk, len - done));
+      fill_pattern(std::span(v), engine::kServerSeed, off + done);
+      b.write(*buf, off + done, v);
+    }
+  };
+  sc.check = [&b, buf](std::uint64_t off, std::uint64_t len, std::uint64_t seed,
+                       std::uint64_t pattern_off) -> std::int64_t {
+    std::vector<std::byte> v;
+    for (Bytes done = 0; done < len; done += kChunk) {
+      v.resize(std::min(kChunk, len - done));
+      b.read(*buf, off + done, v);
+      if (const auto bad = find_mismatch(std::span<const std::byte>(v), seed, pattern_off + done))
+        return static_cast<std::int64_t>(done + *bad);
+    }
+    return -1;
+  };
+  return region;
 }
 
 std::string engine_device_note(const Backend& b, int device) {
@@ -426,10 +544,7 @@ EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device
   sc.size = std::max<Bytes>(cfg.total, 1ULL << 20);
   std::unique_ptr<Buffer> region;
   if (server_on_device(cfg.mode)) {
-    region = engine_server_region(be, server_device, sc.size, "--server-device");
-    sc.memory = static_cast<std::byte*>(region->data());
-    sc.kind = "device";
-    sc.kind_note = engine_device_note(be, server_device);
+    region = engine_server_region(be, server_device, sc.size, "--server-device", sc);
   }
   sc.token = engine::make_token();
   sc.accept_wait_s = 30;

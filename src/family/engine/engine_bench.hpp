@@ -40,13 +40,25 @@ inline bool server_on_device(EngineMode m) { return m == EngineMode::h2d || m ==
 // bounce buffers of --stage-chunk, device -> host -> UCX (writes) and
 // UCX -> host -> device (reads), the copy of one chunk overlapping the
 // transfer of the other.
-enum class EngineLane { automatic, ucx, staged };
+// `ipc`: the server's region is device memory on this node, exported with
+// an IPC handle; the client maps it and copies with the copy engine.
+enum class EngineLane { automatic, ucx, staged, ipc };
 const char* to_string(EngineLane l);
-// The lane a run takes: `forced` unless automatic; automatic: ucx where UCX
-// can register the client's memory, else staged. Throws UsageError for
-// --lane ucx on memory UCX cannot register.
-EngineLane choose_lane(EngineLane forced, bool client_device, bool device_registrable,
-                       const std::string& backend);
+// What decides the lane.
+struct LaneFacts {
+  bool client_device = false;       // the mode's client side is device memory
+  bool device_registrable = false;  // UCX registers the client backend's device memory
+  bool server_rkey = true;          // the server's region is registered with UCX
+  bool server_ipc = false;          // ... and exported with an IPC handle
+  bool same_node = false;           // the server runs on this node
+  bool can_import = false;          // the client's backend maps IPC handles (cuda)
+  std::string backend = "host";
+};
+// The lane a run takes: `forced` unless automatic; automatic: ipc where the
+// server exports its region and this client can map it on the same node,
+// else ucx where UCX can register the client's memory, else staged. Throws
+// UsageError for a lane that cannot work, with the reason.
+EngineLane choose_lane(EngineLane forced, const LaneFacts& f);
 // The chunks (offset, length) of [0, length) in pieces of `chunk`, the last
 // one partial. Pure.
 std::vector<std::pair<Bytes, Bytes>> stage_chunks(Bytes length, Bytes chunk);
@@ -89,10 +101,13 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
 
 // Throws UsageError unless `device` is one of b's devices (`option` names it).
 void check_engine_device(const Backend& b, int device, const char* option);
-// A server region of `size` bytes in device memory of `device` (the host
-// backend's NUMA nodes only in this version: the server fills and checks
-// its region through host access). Throws UsageError with the reason.
-std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option);
+// A server region of `size` bytes in device memory of `device`, set up in
+// `sc`: the host backend's NUMA-bound memory as it is; GPU memory exported
+// for IPC clients, registered with UCX where the UCX takes it, filled and
+// checked through the backend. `b` and the returned buffer must outlive
+// the server. Throws UsageError with the reason.
+std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option,
+                                             engine::ServerConfig& sc);
 // "device memory of host device 0 (NUMA node 0 (...))".
 std::string engine_device_note(const Backend& b, int device);
 // Server and client in one process on a free loopback port: one client

@@ -81,8 +81,10 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.timeout_s = a.timeout;
   c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
   c.device = a.device;
-  c.lane = a.lane == "ucx" ? EngineLane::ucx : a.lane == "staged" ? EngineLane::staged
-                                                                  : EngineLane::automatic;
+  c.lane = a.lane == "ucx"      ? EngineLane::ucx
+           : a.lane == "staged" ? EngineLane::staged
+           : a.lane == "ipc"    ? EngineLane::ipc
+                                : EngineLane::automatic;
   c.stage_chunk = parse_size(a.stage_chunk, "--stage-chunk");
   if (c.stage_chunk == 0) throw UsageError("--stage-chunk must be at least 1 byte");
   engine_blocks(c);  // validates
@@ -130,9 +132,10 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
     app.add_option("--server-device", a.server_device, "the server's device (h2d, d2d)")
         ->default_str("0");
   app.add_option("--lane", a.lane,
-                 "auto, ucx (UCX registers the client's memory) or staged (device memory through "
-                 "pinned bounce buffers)")
-      ->check(CLI::IsMember({"auto", "ucx", "staged"}))
+                 "auto, ucx (UCX registers the client's memory), staged (device memory through "
+                 "pinned bounce buffers) or ipc (the server's device region mapped on its node, "
+                 "copy engine)")
+      ->check(CLI::IsMember({"auto", "ucx", "staged", "ipc"}))
       ->default_str("auto");
   app.add_option("--stage-chunk", a.stage_chunk, "bytes per bounce buffer of the staged lane")
       ->type_name("SIZE")
@@ -195,10 +198,7 @@ int run_serve(const ServeArgs& a) {
   std::unique_ptr<Buffer> region;
   if (a.mem == "device") {
     backend = engine_backend(a.backend);
-    region = engine_server_region(*backend, a.device, cfg.size, "--device");
-    cfg.memory = static_cast<std::byte*>(region->data());
-    cfg.kind = "device";
-    cfg.kind_note = engine_device_note(*backend, a.device);
+    region = engine_server_region(*backend, a.device, cfg.size, "--device", cfg);
   }
   cfg.token = engine::load_token(a.token_file);
   if (cfg.token.empty()) {
