@@ -67,6 +67,7 @@ bench: build
 	bench/cuda_copy_vs_memcpy_async.sh $(XB)
 	@# with a GPU and the peer tools built (../shared/peers/build.sh $(PEERS)); waived otherwise
 	bench/cuda_vs_nvbandwidth.sh $(PEERS) $(XB)
+	bench/engine_cuda_lanes.sh $(XB)
 	bench/nccl_vs_nccl_tests.sh $(PEERS) $(XB)
 
 format:
