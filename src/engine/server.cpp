@@ -182,7 +182,7 @@ class Server {
     d.ipc = cfg_.ipc;
     d.ipc_size = cfg_.ipc.empty() ? 0 : cfg_.size;
     d.ipc_offset = cfg_.ipc.empty() ? 0 : off;
-    d.node = node_id();
+    d.node = process_id();
     return d;
   }
 
@@ -295,6 +295,12 @@ std::string node_id() {
   std::getline(in, id);
   return id.empty() ? host_name() : id;
 }
+
+std::string process_id() { return node_id() + "/" + std::to_string(getpid()); }
+
+bool on_this_node(const std::string& node) { return node.substr(0, node.find('/')) == node_id(); }
+
+bool in_this_process(const std::string& node) { return node == process_id(); }
 
 ServerSummary serve(const ServerConfig& cfg) {
   if (cfg.clients < 1) throw UsageError("--clients must be at least 1");

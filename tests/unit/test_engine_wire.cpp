@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "core/error.hpp"
 #include "engine/bootstrap.hpp"
@@ -145,6 +146,16 @@ TEST(EngineWire, DescriptorCarriesTheIpcHandleAndNode) {
   d.ipc.clear();  // neither rkey nor handle
   d.ipc_offset = 0;
   EXPECT_THROW(engine::decode_descriptor(engine::encode(d)), engine::ProtocolError);
+}
+
+TEST(EngineLanes, NodeAndProcessIdentity) {
+  const std::string me = engine::process_id();
+  EXPECT_TRUE(engine::in_this_process(me));
+  EXPECT_TRUE(engine::on_this_node(me));
+  EXPECT_TRUE(engine::on_this_node(engine::node_id() + "/1"));
+  EXPECT_FALSE(engine::in_this_process(engine::node_id() + "/1"));
+  EXPECT_FALSE(engine::on_this_node("another-boot-id/" + std::to_string(getpid())));
+  EXPECT_FALSE(engine::on_this_node(""));
 }
 
 TEST(EngineLanes, StageChunksCoverTheRequestWithAPartialLastOne) {

@@ -191,7 +191,7 @@ class Ipc final : public Local {
   Ipc(Backend& be, int device, bool client_device, Bytes total, const engine::SegmentDescriptor& seg)
       : be_(be),
         offset_(seg.ipc_offset),
-        remote_(be.import_buffer(seg.ipc, device, seg.ipc_size)),
+        remote_(map(be, device, seg)),
         local_(be.allocate(client_device ? MemKind::device : MemKind::pinned, device, total)),
         stream_(be.create_stream(device, {})),
         done_(be.create_event()) {}
@@ -222,6 +222,15 @@ class Ipc final : public Local {
   std::string transports() const override { return be_.name() + " ipc (copy engine)"; }
 
  private:
+  // The server's region: imported through its handle, or, when the server
+  // is this process (selftest: a process cannot open its own handles), its
+  // own device pointer, not owned.
+  static std::unique_ptr<Buffer> map(Backend& be, int device, const engine::SegmentDescriptor& seg) {
+    if (engine::in_this_process(seg.node))
+      return std::make_unique<Buffer>(MemKind::device, device, seg.ipc_size,
+                                      reinterpret_cast<void*>(seg.base - seg.ipc_offset));
+    return be.import_buffer(seg.ipc, device, seg.ipc_size);
+  }
   void enqueue(Op op, const Req& r) {
     if (op == Op::read)
       stream_->copy_async(*remote_, offset_ + r.offset, *local_, r.offset, r.length);
@@ -432,7 +441,7 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
   facts.device_registrable = dev && device_memory_registrable(backend);
   facts.server_rkey = !link.segment().rkey.empty();
   facts.server_ipc = !link.segment().ipc.empty();
-  facts.same_node = link.segment().node == engine::node_id();
+  facts.same_node = engine::on_this_node(link.segment().node);
   facts.can_import = backend.capabilities().device_ipc;
   facts.backend = backend.name();
   const EngineLane lane = choose_lane(cfg.lane, facts);

@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# Multi-node faults without a second machine: netns_faults.sh [XFERBENCH [MPIEXEC]]
+#
+# Three network namespaces ("hosts" 10.77.0.1-3/24, interface xb0 in each) on a
+# bridge that lives in a fourth namespace, so nothing is added to the caller's
+# network. MPICH's hydra starts one rank per namespace: mpiexec runs inside the
+# first namespace (-localhost 10.77.0.1) and reaches the others through a fake
+# "ssh" (-launcher ssh -launcher-exec) that runs `ip netns exec NS sh -c CMD` for
+# the host it is given. UCX_TLS=tcp and UCX_NET_DEVICES=xb0 keep MPI and the
+# engine on the veth links: the namespaces share /dev/shm and the host name, so
+# UCX would otherwise pick shared memory between them and a link fault would not
+# touch the traffic.
+#
+# Scenarios: runs that must succeed (remote rma, coll, kv, engine serve/client),
+# then faults mid-run (a rank killed with SIGKILL, a link set down, the engine's
+# server killed or its link set down), then 3 ranks over TCP several times (the
+# MPI_Finalize hang the README names). Every run has a deadline and leftover
+# processes in the namespaces are killed, so the script ends in bounded time
+# (about 3 minutes, most of it the known hangs running into their deadlines).
+#
+# Verdicts: PASS; FAIL; XFAIL for a fault xferbench does not yet end by itself
+# (each names the place in src/ that waits without a deadline); XPASS when such
+# a gap has been closed (then move it out of the known list). NETNS_STRICT=1
+# turns XFAIL into FAIL. Exit codes: 0 no FAIL, 1 a FAIL, 77 namespaces (or
+# root, ip, hydra) unavailable here, with the reason on the "SKIP:" line.
+#
+# Knobs: NETNS_ONLY="ok kill link engine finalize" (groups to run),
+# NETNS_HANG_S (seconds a fault may take to end a run, default 15),
+# NETNS_FINALIZE_REPS (default 3), NETNS_KEEP_LOGS=1 (keep the scratch folder).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+xb=${1:-$root/build/default/xferbench}
+mpiexec=${2:-$(command -v mpiexec || true)}
+hang_s=${NETNS_HANG_S:-15}
+reps=${NETNS_FINALIZE_REPS:-3}
+only=${NETNS_ONLY:-ok kill link engine finalize}
+strict=${NETNS_STRICT:-0}
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
+command -v ip >/dev/null || skip "iproute2's ip is not installed"
+command -v timeout >/dev/null || skip "coreutils' timeout is not installed"
+[ -n "$mpiexec" ] && [ -x "$mpiexec" ] || skip "mpiexec not found"
+"$mpiexec" -info 2>&1 | grep -qi hydra || skip "$mpiexec is not MPICH's hydra (needs -launcher-exec)"
+[ -x "$xb" ] || skip "no xferbench binary at $xb (build it first)"
+xb=$(readlink -f "$xb")
+
+id=xbf$$  # unique per run; interface names stay under 15 characters
+ns=("${id}a" "${id}b" "${id}c")
+sw="${id}s"
+addr=(10.77.0.1 10.77.0.2 10.77.0.3)
+tmp=$(mktemp -d /tmp/netns_faults.XXXXXX)
+created=()
+
+kill_ns_procs() {  # kill_ns_procs: SIGKILL every process left in the namespaces; prints the count
+  local n=0 p s
+  for s in "${ns[@]}" "$sw"; do
+    for p in $(ip netns pids "$s" 2>/dev/null); do kill -9 "$p" 2>/dev/null && n=$((n + 1)); done
+  done
+  echo $n
+}
+cleanup() {
+  kill $(jobs -p) 2>/dev/null
+  kill_ns_procs >/dev/null
+  sleep 0.2
+  local s
+  for s in "${created[@]}"; do ip netns del "$s" 2>/dev/null; done
+  if [ "${NETNS_KEEP_LOGS:-0}" = 1 ]; then echo "logs kept in $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# --- can this machine make namespaces? ---------------------------------------
+probe() {  # probe WHAT CMD...: runs CMD, skips with its stderr when it fails
+  local what=$1; shift
+  "$@" 2>"$tmp/probe.err" >/dev/null ||
+    skip "$what failed: '$*': $(tr '\n' ' ' <"$tmp/probe.err")"
+}
+probe "ip netns add" ip netns add "$sw"
+created+=("$sw")
+probe "ip netns exec" ip netns exec "$sw" true
+probe "a bridge" ip -n "$sw" link add br0 type bridge
+ip -n "$sw" link set br0 up
+ip -n "$sw" link set lo up
+for i in 0 1 2; do
+  probe "ip netns add" ip netns add "${ns[$i]}"
+  created+=("${ns[$i]}")
+  ip -n "${ns[$i]}" link set lo up
+  probe "a veth pair" ip link add "${id}h$i" type veth peer name "${id}p$i"
+  probe "moving a veth into a namespace" ip link set "${id}h$i" netns "${ns[$i]}"
+  ip link set "${id}p$i" netns "$sw"
+  ip -n "${ns[$i]}" link set "${id}h$i" name xb0
+  ip -n "${ns[$i]}" addr add "${addr[$i]}/24" dev xb0
+  ip -n "${ns[$i]}" link set xb0 up
+  ip -n "$sw" link set "${id}p$i" master br0
+  ip -n "$sw" link set "${id}p$i" up
+done
+
+# The fake ssh: hydra calls it as `ssh -x HOST CMD`; it runs CMD in HOST's namespace.
+cat >"$tmp/ssh" <<EOF
+#!/bin/bash
+while [ \$# -gt 0 ]; do case \$1 in -x|-q|-T) shift ;; -o|-p|-l) shift 2 ;; *) break ;; esac; done
+host=\$1; shift
+case \$host in
+${addr[0]}) n=${ns[0]} ;;
+${addr[1]}) n=${ns[1]} ;;
+${addr[2]}) n=${ns[2]} ;;
+*) echo "fake ssh: unknown host \$host" >&2; exit 255 ;;
+esac
+exec ip netns exec \$n sh -c "\$*"
+EOF
+chmod +x "$tmp/ssh"
+printf '%s\n' "${addr[0]}" "${addr[1]}" >"$tmp/hosts2"
+printf '%s\n' "${addr[@]}" >"$tmp/hosts3"
+
+# --- running and judging ----------------------------------------------------------
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+fails=0; xfails=0; passes=0
+summary=()
+verdict() {  # verdict NAME KIND(ok|fault|gap) GOOD(0|1) DETAIL
+  local name=$1 kind=$2 good=$3 detail=$4 v
+  if [ "$good" = 1 ]; then v=PASS; [ "$kind" = gap ] && v=XPASS; passes=$((passes + 1))
+  elif [ "$kind" = gap ] && [ "$strict" != 1 ]; then v=XFAIL; xfails=$((xfails + 1))
+  else v=FAIL; fails=$((fails + 1)); fi
+  echo "$v $name: $detail"
+  summary+=("$(printf '%-5s %-24s %s' "$v" "$name" "$detail")")
+}
+show_errors() {  # show_errors FILES...: the lines that explain an ending, at most 8
+  cat "$@" 2>/dev/null | grep -E -i \
+    'xferbench: error|error|fatal|abort|failed|timed out|BAD TERMINATION|EXIT CODE|assert|RUNNING AT' |
+    grep -v -e 'mpool.c' -e 'YOU CAN IGNORE' | head -8 | cut -c1-220 | sed 's/^/    | /'
+}
+rank_pids() {  # rank_pids NS: the xferbench processes in NS
+  local p
+  for p in $(ip netns pids "$1" 2>/dev/null); do
+    [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$xb" ] && echo "$p"
+  done
+}
+apply_fault() {  # apply_fault FAULT NS: kill (SIGKILL the xferbench there) or link (xb0 down)
+  case $1 in
+  kill)
+    local pids; pids=$(rank_pids "$2")
+    [ -n "$pids" ] || return 1
+    kill -9 $pids
+    ;;
+  link) ip -n "$2" link set xb0 down ;;
+  esac
+}
+links_up() { local s; for s in "${ns[@]}"; do ip -n "$s" link set xb0 up; done; }
+
+# mpirun NAME NP LIMIT FAULT FAULT_AT FAULT_NS [MPIEXEC_OPTS...] -- XFERBENCH_ARGS...
+# Sets rc, total (s), after (s from the fault to the end), left (processes killed afterwards).
+mpirun() {
+  local name=$1 np=$2 limit=$3 fault=$4 at=$5 fns=$6; shift 6
+  local opts=()
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  local t0 tf pid
+  t0=$(now)
+  timeout -k 3 "$limit" ip netns exec "${ns[0]}" "$mpiexec" -localhost "${addr[0]}" \
+    -launcher ssh -launcher-exec "$tmp/ssh" -f "$tmp/hosts$np" -n "$np" \
+    -genv UCX_TLS tcp -genv UCX_NET_DEVICES xb0 "${opts[@]}" "$xb" "$@" \
+    >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  pid=$!
+  faulted=1
+  if [ "$fault" != none ]; then
+    sleep "$at"
+    tf=$(now)
+    if ! kill -0 $pid 2>/dev/null; then faulted=0; echo "  ($name ended before the fault at ${at}s)"
+    elif ! apply_fault "$fault" "$fns"; then faulted=0; echo "  ($name: no xferbench process in $fns to kill)"
+    fi
+  fi
+  wait $pid; rc=$?
+  total=$(secs "$t0" "$(now)")
+  after=$([ "$fault" != none ] && secs "$tf" "$(now)" || echo -)
+  left=$(kill_ns_procs)
+  links_up
+}
+
+# fault_case NAME KIND FAULT NS EXPECT_TEXT [MPIEXEC_OPTS...] -- ARGS: a rank or link fault at 4 s.
+fault_case() {
+  local name=$1 kind=$2 fault=$3 fns=$4; shift 4
+  mpirun "$name" 2 $((4 + hang_s)) "$fault" 4 "$fns" "$@"
+  local good=0
+  [ "$faulted" = 1 ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && good=1
+  [ "$faulted" = 1 ] || kind=fault  # a fault that never happened is a FAIL of the harness
+  verdict "$name" "$kind" $good \
+    "exit $rc, ended $after s after the fault (limit $hang_s s), $left processes left over"
+  show_errors "$tmp/$name.err" "$tmp/$name.out"
+}
+
+echo "xferbench: $xb"
+echo "namespaces: ${ns[*]} (bridge in $sw), hosts ${addr[*]}"
+echo "launcher: ip netns exec ${ns[0]} mpiexec -localhost ${addr[0]} -launcher ssh -launcher-exec $tmp/ssh -f HOSTS -n N -genv UCX_TLS tcp -genv UCX_NET_DEVICES xb0"
+
+# The launcher itself: rank r must run in namespace r.
+placed=$(timeout -k 3 60 ip netns exec "${ns[0]}" "$mpiexec" -localhost "${addr[0]}" -launcher ssh -launcher-exec "$tmp/ssh" \
+  -f "$tmp/hosts3" -n 3 sh -c 'echo "$PMI_RANK $(ip -4 -o addr show xb0 | awk "{print \$4}")"' 2>&1 |
+  sort | tr '\n' ' ')
+want="0 ${addr[0]}/24 1 ${addr[1]}/24 2 ${addr[2]}/24 "
+verdict launcher ok "$([ "$placed" = "$want" ] && echo 1 || echo 0)" "ranks and addresses: $placed"
+[ "$placed" = "$want" ] || { echo "the launcher does not place ranks in namespaces; stopping"; exit 1; }
+
+has() { [[ " $only " == *" $1 "* ]]; }
+
+# --- runs that must succeed -------------------------------------------------
+ok_case() {  # ok_case NAME NP -- ARGS
+  local name=$1 np=$2; shift 2
+  mpirun "$name" "$np" 90 none 0 - "$@"
+  verdict "$name" ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
+  [ $rc -eq 0 ] || { show_errors "$tmp/$name.err" "$tmp/$name.out"; tail -5 "$tmp/$name.out"; }
+}
+if has ok; then
+  txb() { ip netns exec "${ns[1]}" cat /sys/class/net/xb0/statistics/tx_bytes; }
+  tx0=$(txb)
+  ok_case remote_rma 2 -- remote --transport rma --op get,put -b 4K -e 256K -n 20
+  tx=$(($(txb) - tx0))
+  # Rank 1 (10.77.0.2) serves at least 20 gets of 4K..256K: the bytes must leave through xb0.
+  verdict traffic_on_veth ok $([ $tx -gt 6000000 ] && grep -q "transport rma" "$tmp/remote_rma.out" && echo 1 || echo 0) \
+    "rank 1 sent $tx bytes through its veth during remote_rma"
+  ok_case coll_allreduce 2 -- coll allreduce -b 4K -e 1M -f 4 -n 5 -w 1
+  ok_case kv 2 -- kv --block-bytes 256K --blocks 4,8 -n 2
+  # --transport shm across "hosts" must be refused (one line, exit 2).
+  mpirun shm_refused 2 60 none 0 - -- remote --transport shm -s 4K
+  verdict shm_refused ok $([ $rc -eq 2 ] && grep -q "needs all ranks on one host" "$tmp/shm_refused.err" && echo 1 || echo 0) \
+    "exit $rc: $(grep -m1 'xferbench: error' "$tmp/shm_refused.err")"
+fi
+
+# --- a rank killed, a link down ---------------------------------------------------------
+# hydra's default: when a rank dies it kills the others at once (its banner, exit 255).
+# -disable-auto-cleanup leaves the survivors to notice by themselves.
+if has kill; then
+  fault_case coll_kill fault kill "${ns[1]}" -- coll allreduce -b 1M -e 1M -n 100000 -w 1
+  fault_case remote_kill fault kill "${ns[1]}" -- remote --transport rma -s 1M -n 1000000 -w 1
+  fault_case kv_kill fault kill "${ns[1]}" -- kv --block-bytes 1M --blocks 8 -n 1000000
+  # Known gap: rank 0 waits in MPI_Allreduce for the dead rank forever (MPICH's ch4:ucx
+  # runs without UCX peer-failure handling; coll has no deadline of its own).
+  fault_case coll_kill_survivors gap kill "${ns[1]}" -disable-auto-cleanup -- \
+    coll allreduce -b 1M -e 1M -n 100000 -w 1
+  # Known gap: rank 0's engine sees the dead peer and throws, but the stack unwinds
+  # through ~Ranked -> ~MpiRuntime -> MPI_Finalize, which waits for the dead rank, so the
+  # error is never printed (main() prints it only after run() returns).
+  fault_case kv_kill_survivors gap kill "${ns[1]}" -disable-auto-cleanup -- \
+    kv --block-bytes 1M --blocks 8 -n 1000000
+fi
+if has link; then
+  # Known gaps: with the link down nothing dies; MPI waits on TCP retransmits (~15 min
+  # with tcp_retries2=15) and hydra's control connection is cut too.
+  fault_case coll_link gap link "${ns[1]}" -- coll allreduce -b 1M -e 1M -n 100000 -w 1
+  fault_case remote_link gap link "${ns[1]}" -- remote --transport rma -s 1M -n 1000000 -w 1
+fi
+
+# --- the engine across namespaces -------------------------------------------------
+engine_case() {  # engine_case NAME KIND FAULT CLIENT_ARGS...: serve in ns0, client in ns1
+  local name=$1 kind=$2 fault=$3; shift 3
+  local port=24777 t0 tf
+  rm -f "$tmp/token"
+  timeout -k 3 $((30 + hang_s)) ip netns exec "${ns[0]}" "$xb" engine serve --listen "${addr[0]}:$port" \
+    --token-file "$tmp/token" --size 64M --clients 1 --accept-wait 30 \
+    >"$tmp/$name.server.out" 2>"$tmp/$name.server.err" &
+  local spid=$!
+  for _ in $(seq 100); do grep -q listening "$tmp/$name.server.err" 2>/dev/null && break; sleep 0.1; done
+  t0=$(now)
+  timeout -k 3 $((4 + 5 + hang_s)) ip netns exec "${ns[1]}" "$xb" engine client \
+    --connect "${addr[0]}:$port" --token-file "$tmp/token" --timeout 5 "$@" \
+    >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  local cpid=$!
+  faulted=1
+  if [ "$fault" != none ]; then
+    sleep 4
+    tf=$(now)
+    if ! kill -0 $cpid 2>/dev/null; then faulted=0; echo "  ($name: the client ended before the fault)"
+    else apply_fault "$fault" "${ns[0]}" || faulted=0
+    fi
+  fi
+  wait $cpid; rc=$?
+  total=$(secs "$t0" "$(now)")
+  after=$([ "$fault" != none ] && secs "$tf" "$(now)" || echo -)
+  local srv=running
+  if [ "$fault" = kill ]; then wait $spid; srv=killed
+  else
+    for _ in $(seq 50); do kill -0 $spid 2>/dev/null || break; sleep 0.1; done
+    kill -0 $spid 2>/dev/null && srv="still running 5 s after the client" || { wait $spid; srv="exit $?"; }
+  fi
+  left=$(kill_ns_procs)
+  links_up
+  wait $spid 2>/dev/null
+  local good
+  if [ "$fault" = none ]; then
+    good=$([ $rc -eq 0 ] && grep -q "tcp/xb0" "$tmp/$name.out" && echo 1 || echo 0)
+    verdict "$name" "$kind" $good "client exit $rc in $total s ($(grep -m1 '^transports:' "$tmp/$name.out")); server: $srv"
+  else
+    good=0
+    [ "$faulted" = 1 ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && good=1
+    verdict "$name" "$kind" $good "client exit $rc, ended $after s after the fault (--timeout 5, limit $((5 + hang_s)) s); server: $srv"
+  fi
+  [ "$good" = 1 ] && [ "$fault" = none ] || show_errors "$tmp/$name.err" "$tmp/$name.server.err"
+}
+if has engine; then
+  engine_case engine_ok ok none -t 4M -k 256K --loops 2 --op read,write
+  engine_case engine_server_kill fault kill -t 16M -k 1M --loops 1000000 --op read,write
+  # Known gap: the client's request deadline fires, but Remote::complete then waits
+  # without a deadline for the cancelled RMA request (UCX does not cancel gets/puts).
+  engine_case engine_server_link gap link -t 16M -k 1M --loops 1000000 --op read,write
+fi
+
+# --- 3 ranks over TCP: the MPI_Finalize hang ----------------------------------------------
+if has finalize; then
+  hung=0
+  for r in $(seq "$reps"); do
+    mpirun "finalize$r" 3 60 none 0 - -- coll allreduce -b 64K -e 64K -n 2 -w 1
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] && hung=$((hung + 1))
+    echo "  3 ranks, 3 namespaces, UCX_TLS=tcp, coll allreduce: exit $rc in $total s"
+  done
+  verdict finalize_3ranks ok $([ $hung -eq 0 ] && echo 1 || echo 0) "$hung of $reps runs hung"
+  mpirun finalize_remote 3 60 none 0 - -- remote --transport rma -s 64K -n 5
+  echo "  3 ranks, remote --transport rma (MPI_Win_allocate): exit $rc in $total s"
+  verdict finalize_3ranks_rma ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
+  mpirun finalize_kv 3 60 none 0 - -- kv --block-bytes 256K --blocks 4 -n 2
+  verdict finalize_3ranks_kv ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
+fi
+
+echo
+echo "summary: $passes passed, $xfails known gaps (XFAIL), $fails failed"
+printf '%s\n' "${summary[@]}"
+[ $fails -eq 0 ]
