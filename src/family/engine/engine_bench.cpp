@@ -43,6 +43,30 @@ class Local {
   virtual std::string transports() const = 0;
 };
 
+// Client memory in a backend buffer: filled, poisoned and read back
+// through the backend (device memory need not be host-addressable).
+class OnBuffer : public Local {
+ public:
+  void fill(Bytes total) override {
+    std::vector<std::byte> v(total);
+    fill_pattern(std::span(v), engine::kClientSeed, 0);
+    be_.write(memory(), 0, v);
+  }
+  void poison(Bytes total) override {
+    be_.write(memory(), 0, std::vector<std::byte>(total, std::byte{0x5A}));
+  }
+  std::vector<std::byte> contents(Bytes total) override {
+    std::vector<std::byte> v(total);
+    be_.read(memory(), 0, v);
+    return v;
+  }
+
+ protected:
+  explicit OnBuffer(Backend& be) : be_(be) {}
+  virtual Buffer& memory() = 0;
+  Backend& be_;
+};
+
 // Memory UCX registers: the transfers go straight from it.
 class Direct final : public Local {
  public:
@@ -97,11 +121,11 @@ class Direct final : public Local {
 // buffers, registered, and the backend's copy stream between them and the
 // device. Writes: copy chunk i+1 to a bounce buffer while chunk i goes out;
 // reads: copy chunk i to the device while chunk i+1 comes in.
-class Staged final : public Local {
+class Staged final : public OnBuffer {
  public:
   Staged(engine::Worker& w, Backend& be, int device, Bytes total,
          const engine::SegmentDescriptor& seg, const EngineClientConfig& cfg)
-      : be_(be),
+      : OnBuffer(be),
         chunk_(std::min(cfg.stage_chunk, total)),
         dev_(be.allocate(MemKind::device, device, total)),
         stream_(be.create_stream(device, {})),
@@ -118,22 +142,10 @@ class Staged final : public Local {
     for (const Req& r : batch) transfer(op, r);
   }
   void wait() override {}
-  void fill(Bytes total) override {
-    std::vector<std::byte> v(total);
-    fill_pattern(std::span(v), engine::kClientSeed, 0);
-    be_.write(*dev_, 0, v);
-  }
-  void poison(Bytes total) override {
-    be_.write(*dev_, 0, std::vector<std::byte>(total, std::byte{0x5A}));
-  }
-  std::vector<std::byte> contents(Bytes total) override {
-    std::vector<std::byte> v(total);
-    be_.read(*dev_, 0, v);
-    return v;
-  }
   std::string transports() const override { return remote_.transports() + " (staged)"; }
 
  private:
+  Buffer& memory() override { return *dev_; }
   struct Bounce {
     std::unique_ptr<Buffer> buf;
     std::unique_ptr<engine::Region> region;
@@ -174,7 +186,6 @@ class Staged final : public Local {
     }
   }
 
-  Backend& be_;
   Bytes chunk_;
   std::unique_ptr<Buffer> dev_;
   std::unique_ptr<Stream> stream_;
@@ -186,10 +197,10 @@ class Staged final : public Local {
 // The server's region mapped through its IPC handle: the backend's copy
 // engine moves each request between it and the client's memory, an event
 // per request (sync) or per batch (async).
-class Ipc final : public Local {
+class Ipc final : public OnBuffer {
  public:
   Ipc(Backend& be, int device, bool client_device, Bytes total, const engine::SegmentDescriptor& seg)
-      : be_(be),
+      : OnBuffer(be),
         offset_(seg.ipc_offset),
         remote_(map(be, device, seg)),
         local_(be.allocate(client_device ? MemKind::device : MemKind::pinned, device, total)),
@@ -206,22 +217,10 @@ class Ipc final : public Local {
     stream_->record(*done_);
     done_->synchronize();
   }
-  void fill(Bytes total) override {
-    std::vector<std::byte> v(total);
-    fill_pattern(std::span(v), engine::kClientSeed, 0);
-    be_.write(*local_, 0, v);
-  }
-  void poison(Bytes total) override {
-    be_.write(*local_, 0, std::vector<std::byte>(total, std::byte{0x5A}));
-  }
-  std::vector<std::byte> contents(Bytes total) override {
-    std::vector<std::byte> v(total);
-    be_.read(*local_, 0, v);
-    return v;
-  }
   std::string transports() const override { return be_.name() + " ipc (copy engine)"; }
 
  private:
+  Buffer& memory() override { return *local_; }
   // The server's region: imported through its handle, or, when the server
   // is this process (selftest: a process cannot open its own handles), its
   // own device pointer, not owned.
@@ -237,7 +236,6 @@ class Ipc final : public Local {
     else
       stream_->copy_async(*local_, r.offset, *remote_, offset_ + r.offset, r.length);
   }
-  Backend& be_;
   Bytes offset_;
   std::unique_ptr<Buffer> remote_, local_;
   std::unique_ptr<Stream> stream_;
