@@ -89,8 +89,9 @@ std::int64_t ServerLink::verify(std::uint64_t offset, std::uint64_t length, std:
   try {
     send_frame(fd_, {MsgType::verify, Writer().u64(offset).u64(length).u64(seed).take()},
                io_timeout_s_);
-    // Checking a large slot takes the server a while.
-    const Frame f = recv_frame(fd_, io_timeout_s_ + static_cast<double>(length) / 1e8);
+    // Checking a large slot takes the server a while, and it serves its
+    // clients one message at a time: allow for others' checks before ours.
+    const Frame f = recv_frame(fd_, io_timeout_s_ + 30 + static_cast<double>(length) / 1e7);
     if (f.type != MsgType::verified) throw ProtocolError("unexpected answer to verify");
     Reader r(f.payload);
     const std::uint64_t v = r.u64();

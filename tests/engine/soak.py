@@ -9,8 +9,14 @@ that stall in the middle of a frame past the server's I/O timeout.
 
 A round: --clients-at-once well-behaved clients, --victims clients killed
 once the server has accepted them, and one of each quick hostile input, all
-at once. Slow readers run on their own, one at a time (each stalls the
-single-threaded server for its I/O timeout), every --slow-every seconds.
+at once. Every --slow-every seconds a round starts with a slow reader, which
+stalls the single-threaded server for its I/O timeout (10 s) while the
+round's clients arrive; --slow-overlap runs slow readers on their own clock
+instead, where a client message already waiting when a stall starts times
+out (head-of-line blocking). Over TCP, UCX 1.13 aborts the server when a
+client dies while the server's worker is not progressing, so there
+(--kill-during-stall auto) no client is killed during a stall;
+--kill-during-stall yes shows it.
 
 The server exits once --clients sessions have ended (served + failed;
 rejected connections do not count), and --clients is also its slot count.
@@ -47,6 +53,8 @@ VERSION = 2
 MAX_PAYLOAD = 1 << 20
 HEADER = 12
 SERVER_IO_TIMEOUT = 10.0  # the server's bootstrap I/O timeout (ServerConfig::io_timeout_s)
+SLOW_LEAD = 0.3  # seconds a slow reader holds the server before a round's clients start
+SLOW_HOLD = SERVER_IO_TIMEOUT + 1.5  # seconds a slow reader keeps its connection
 SLOT = 512 * KIB  # bytes per client slot; clients move at most this per loop
 VICTIM_LOOPS = 1000000  # victims run "forever"; their --loops (+ index) tags them in the log
 
@@ -214,6 +222,14 @@ class Soak:
         self.rounds_run = 0
         self.seq = 0
         self.procs = set()  # live client processes, killed on abort
+        # Kills and slow readers: a slow reader stalls the server's only thread; over TCP,
+        # a client killed while the server's UCX worker is not progressing aborts the server
+        # (UCX 1.13: "Fatal: unexpected error: Endpoint timeout" in ucp_get/put_req_handler).
+        self.kill_during_stall = (args.kill_during_stall == "yes" or
+                                  args.kill_during_stall == "auto" and args.tls == "shm")
+        self.gate = threading.Condition()
+        self.stalling = False  # a slow reader holds the server
+        self.pending_kills = 0  # victims killed, the server not yet past them
 
     # ---- helpers ----------------------------------------------------------
     def note(self, counter, key, n=1):
@@ -350,9 +366,12 @@ class Soak:
         return why is None
 
     # ---- victims: clients killed mid-transfer -----------------------------
-    def run_victim(self, seed):
+    def run_victim(self, seed, in_transfer=None, kill_now=None):
+        """A client killed mid-transfer. With events: sets `in_transfer` once it is well into
+        its transfers, then waits for `kill_now` (a round's slow reader stalls the server)."""
         rng = random.Random(seed)
         n = self.next_seq()
+        gated = False
         loops = VICTIM_LOOPS + n
         op = rng.choice(["read", "write", "read,write"])
         extra = ["--async", "--batch", "8"] if rng.random() < 0.5 else []
@@ -372,10 +391,21 @@ class Soak:
                 self.note(self.victims, "not accepted within 40 s (killed)")
                 return
             time.sleep(rng.uniform(0.1, 0.8))  # well into its transfers
+            if in_transfer is not None:
+                in_transfer.set()
+                kill_now.wait(SLOW_HOLD + 70)
             if p.poll() is not None:
                 self.note(self.victims, f"exited by itself (rc {p.returncode})")
                 return
-            p.send_signal(signal.SIGKILL)
+            with self.gate:  # see --kill-during-stall
+                if not self.kill_during_stall:
+                    self.gate.wait_for(lambda: not self.stalling or self.halted(),
+                                       2 * SERVER_IO_TIMEOUT + 10)
+                self.pending_kills += 1
+                gated = True
+                p.send_signal(signal.SIGKILL)
+                if self.stalling:
+                    self.note(self.victims, "of which while a slow reader stalled the server")
             self.note(self.victims, "killed mid-transfer")
             with self.lock:
                 self.victim_whos.append(who)
@@ -385,7 +415,15 @@ class Soak:
                 self.note(self.victims, "server died before logging its failure")
             elif not got:
                 self.note(self.victims, "server did not log its failure within 30 s")
+            if not self.kill_during_stall:
+                time.sleep(0.5)  # the server's UCX worker gets past the dead peer
         finally:
+            if in_transfer is not None:
+                in_transfer.set()
+            if gated:
+                with self.gate:
+                    self.pending_kills -= 1
+                    self.gate.notify_all()
             if p.poll() is None:
                 p.kill()
             try:
@@ -503,53 +541,89 @@ class Soak:
 
     # ---- slow readers: one at a time, each stalls the server -------------
     def slow_loop(self, seed):
+        """--slow-overlap: slow readers on their own clock, whatever the clients are doing."""
         rng = random.Random(seed)
         next_t = time.monotonic() + self.a.slow_first
-        hold = SERVER_IO_TIMEOUT + 1.5
         while not self.stop.is_set():
             # Start one only if it ends before the planned end (a run stays bounded).
-            if self.deadline is not None and max(time.monotonic(), next_t) + hold > self.deadline:
+            if self.deadline is not None and \
+                    max(time.monotonic(), next_t) + SLOW_HOLD > self.deadline:
                 return
             if time.monotonic() < next_t:
                 self.stop.wait(min(0.2, next_t - time.monotonic()))
                 continue
-            try:
-                s = self.sock()
-            except OSError as e:
-                self.note(self.hostile_notes, f"slow_reader: connect failed: {e}")
-                return
+            self.slow_one(rng.getrandbits(48))
+            next_t = time.monotonic() + self.a.slow_every
+
+    def slow_one(self, seed, started=None):
+        """One slow reader: part of a frame, then silence past the server's I/O timeout.
+        `started` is set once the server holds it (or it failed)."""
+        rng = random.Random(seed)
+        with self.gate:  # see --kill-during-stall
+            if not self.kill_during_stall:
+                self.gate.wait_for(lambda: self.pending_kills == 0 or self.halted(), 60)
+            self.stalling = True
+        s = None
+        try:
+            s = self.sock()
             port = s.getsockname()[1]
             with self.lock:
                 self.hostile_ports["slow_reader"].append(port)
-            try:
-                if rng.random() < 0.5:
-                    s.sendall(frame(MSG_HELLO, length=64)[:rng.randint(1, HEADER - 1)])
-                else:
-                    s.sendall(frame(MSG_HELLO, length=64) + b"\0" * rng.randint(0, 63))
-                self.note(self.hostile, "slow_reader")
-                who = f"127.0.0.1:{port}"
-                if not self.log.wait_for(lambda: who in self.log.rejected or self.halted(),
-                                         hold + 5) and not self.halted():
-                    self.note(self.hostile_notes, "slow_reader: not rejected in time")
-            except OSError as e:
-                self.note(self.hostile_notes, f"slow_reader: {type(e).__name__}")
-            finally:
+            if rng.random() < 0.5:
+                s.sendall(frame(MSG_HELLO, length=64)[:rng.randint(1, HEADER - 1)])
+            else:
+                s.sendall(frame(MSG_HELLO, length=64) + b"\0" * rng.randint(0, 63))
+            self.note(self.hostile, "slow_reader")
+            time.sleep(SLOW_LEAD)  # the server is in its blocking read by now
+            if started:
+                started.set()
+            who = f"127.0.0.1:{port}"
+            if not self.log.wait_for(lambda: who in self.log.rejected or self.halted(),
+                                     SLOW_HOLD + 5) and not self.halted():
+                self.note(self.hostile_notes, "slow_reader: not rejected in time")
+        except OSError as e:
+            self.note(self.hostile_notes, f"slow_reader: {type(e).__name__}: {e}")
+        finally:
+            if started:
+                started.set()
+            if s is not None:
                 s.close()
-            next_t = time.monotonic() + self.a.slow_every
+            with self.gate:
+                self.stalling = False
+                self.gate.notify_all()
 
     # ---- rounds -----------------------------------------------------------
-    def round(self, r):
+    def round(self, r, slow=False, stall_victim=False):
+        """One round. With `slow`, a slow reader stalls the server first and the others
+        arrive during the stall: a client's bootstrap deadline (10 s, like the server's I/O
+        timeout) then starts after the stall did (see --slow-overlap)."""
         base = self.rng.getrandbits(48)
         threads = []
-        for i in range(self.a.clients_at_once):
-            threads.append(threading.Thread(target=self.run_wb, args=(base + i,)))
-        for i in range(self.a.victims):
-            threads.append(threading.Thread(target=self.run_victim, args=(base + 100 + i,)))
-        if not self.a.no_hostile:
-            threads.append(threading.Thread(target=self.hostile_round, args=(base + 200,)))
-        for t in threads:
-            t.daemon = True
+        if slow:
+            kill_now = None
+            if stall_victim:
+                # A victim accepted before the stall, killed during it.
+                in_transfer, kill_now = threading.Event(), threading.Event()
+                t = self.spawn(self.run_victim, base + 400, in_transfer, kill_now)
+                t.start()
+                in_transfer.wait(60)
+                threads.append(t)
+            started = threading.Event()
+            t = self.spawn(self.slow_one, base + 300, started)
             t.start()
+            started.wait(SLOW_HOLD + 70)
+            threads.append(t)
+            if kill_now is not None:
+                kill_now.set()
+        for i in range(self.a.clients_at_once):
+            threads.append(self.spawn(self.run_wb, base + i))
+        for i in range(self.a.victims):
+            threads.append(self.spawn(self.run_victim, base + 100 + i))
+        if not self.a.no_hostile:
+            threads.append(self.spawn(self.hostile_round, base + 200))
+        for t in threads:
+            if not t.is_alive():
+                t.start()
         for t in threads:
             while t.is_alive():
                 t.join(0.5)
@@ -561,6 +635,15 @@ class Soak:
                     self.fail_now("hard deadline passed during a round")
                     self.kill_clients()
         self.rounds_run += 1
+
+    def spawn(self, fn, *args):
+        """A daemon thread (not started) whose exception fails the soak, never a hang."""
+        def guarded():
+            try:
+                fn(*args)
+            except Exception as e:  # noqa: BLE001
+                self.fail_now(f"soak thread {fn.__name__}: {type(e).__name__}: {e}")
+        return threading.Thread(target=guarded, daemon=True)
 
     def kill_clients(self):
         with self.lock:
@@ -588,8 +671,7 @@ class Soak:
                     break
                 continue
             k = min(self.a.clients_at_once, remaining - 1)
-            ts = [threading.Thread(target=self.run_wb, args=(self.rng.getrandbits(48), "fill"),
-                                   daemon=True) for _ in range(k)]
+            ts = [self.spawn(self.run_wb, self.rng.getrandbits(48), "fill") for _ in range(k)]
             for t in ts:
                 t.start()
             for t in ts:
@@ -603,30 +685,34 @@ class Soak:
     def run(self):
         a = self.a
         per_round = a.clients_at_once + a.victims
+        slow_on = a.slow_every > 0 and not a.no_hostile
         if a.rounds is not None:
             rounds = a.rounds
             self.planned_s = rounds * a.pace * 3 + 60
             self.deadline = None
+            n_slow = rounds // 20 + 2
         else:
             self.planned_s = a.minutes * 60
             # Each slow reader stalls the server (and the rounds) for its I/O timeout.
-            stall, t = 0.0, a.slow_first
-            hold = SERVER_IO_TIMEOUT + 1.5
-            while a.slow_every > 0 and not a.no_hostile and t + hold <= self.planned_s:
+            stall, t, n_slow = 0.0, a.slow_first, 0
+            while slow_on and t + SLOW_HOLD <= self.planned_s:
                 stall += SERVER_IO_TIMEOUT
-                t += hold + a.slow_every
+                t += SLOW_HOLD + a.slow_every
+                n_slow += 1
             rounds = max(1, int((self.planned_s - stall) / a.pace + 0.999))
-        rounds = min(rounds, (4096 - 1) // per_round)
-        n_total = rounds * per_round + 1
+        # Sessions for the victims killed during a stall (one per slow round, at most).
+        stall_victims = n_slow if slow_on and self.kill_during_stall and a.victims > 0 else 0
+        rounds = min(rounds, (4096 - 1 - stall_victims) // per_round)
+        n_total = rounds * per_round + stall_victims + 1
         t0 = time.monotonic()
         self.hard_deadline = t0 + self.planned_s + 600
         self.start_server(n_total)
         self.deadline = None if a.rounds is not None else t0 + self.planned_s
         slow = None
-        if a.slow_every > 0 and not a.no_hostile:
-            slow = threading.Thread(target=self.slow_loop, args=(self.rng.getrandbits(48),),
-                                    daemon=True)
+        if slow_on and a.slow_overlap:
+            slow = self.spawn(self.slow_loop, self.rng.getrandbits(48))
             slow.start()
+        next_slow = t0 + a.slow_first
         last_progress = time.monotonic()
         rss_warm = None
         for r in range(rounds):
@@ -635,7 +721,13 @@ class Soak:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 break
             round_start = time.monotonic()
-            self.round(r)
+            with_slow = slow_on and not a.slow_overlap and round_start >= next_slow and (
+                self.deadline is None or round_start + SLOW_HOLD + 1 <= self.deadline)
+            stall_victim = with_slow and stall_victims > 0
+            stall_victims -= stall_victim
+            self.round(r, with_slow, stall_victim)
+            if with_slow:
+                next_slow = time.monotonic() + a.slow_every
             self.rss_samples.append(rss_kib(self.server.pid))
             if r == 0:
                 rss_warm = self.rss_samples[-1]
@@ -710,7 +802,7 @@ class Soak:
         if unmatched and not self.abort_reason:
             failures.append(f"hostile connections the server did not log as rejected: "
                             f"{dict(unmatched)}")
-        if self.hostile_notes:
+        if self.hostile_notes and not self.abort_reason:
             failures.append(f"unexpected hostile outcomes: {dict(self.hostile_notes)}")
         killed = self.victims.get("killed mid-transfer", 0)
         if not self.abort_reason and log.summary and not self.wb_lost and log.n_failed != killed:
@@ -724,6 +816,8 @@ class Soak:
             "ok": not failures,
             "failures": failures,
             "tls": a.tls,
+            "kill_during_stall": self.kill_during_stall,
+            "slow_overlap": a.slow_overlap,
             "seed": a.seed,
             "minutes": None if a.rounds is not None else a.minutes,
             "rounds_planned": (self.n_total - 1) // (a.clients_at_once + a.victims),
@@ -757,6 +851,7 @@ class Soak:
                 "rss_kib": {"start": self.rss_start, "after_first_round": rss_warm,
                             "end": self.rss_end, "growth": growth,
                             "max": max((x for x in self.rss_samples if x), default=None)},
+                "fatal": next((l for l in log.other if "Fatal" in l or "Assertion" in l), None),
                 "other_stderr": log.other[:40],
                 "other_stderr_lines": len(log.other),
             },
@@ -764,7 +859,8 @@ class Soak:
         }
         print(json.dumps(out, indent=2))
         h = out["hostile_inputs"]
-        print(f"soak ({a.tls}, seed {a.seed}): {'PASS' if out['ok'] else 'FAIL'} in "
+        print(f"soak ({a.tls}, seed {a.seed}, kills during stalls: "
+              f"{'yes' if self.kill_during_stall else 'no'}): {'PASS' if out['ok'] else 'FAIL'} in "
               f"{duration:.0f} s, {self.rounds_run} rounds, {self.connections} connections\n"
               f"  well-behaved: {self.wb_verified}/{self.wb_runs} verified, "
               f"{len(self.wb_lost)} lost ({self.wb_fill} fill); "
@@ -807,6 +903,13 @@ def main():
                    help="seconds between slow readers (0: none; default 30)")
     p.add_argument("--slow-first", type=float, default=2.0,
                    help="seconds before the first slow reader (default 2)")
+    p.add_argument("--slow-overlap", action="store_true",
+                   help="slow readers on their own clock, overlapping the clients' bootstrap "
+                   "and verify messages (a message already waiting when the server starts "
+                   "its stall times out at the client: head-of-line blocking)")
+    p.add_argument("--kill-during-stall", choices=["auto", "yes", "no"], default="auto",
+                   help="may a client be killed while a slow reader stalls the server? auto: "
+                   "yes over shm, no over tcp (there UCX 1.13 aborts the server then)")
     p.add_argument("--no-hostile", action="store_true",
                    help="no hostile inputs (killed clients still, see --victims)")
     p.add_argument("--client-timeout", type=float, default=120.0,

@@ -26,7 +26,10 @@
 #
 # Knobs: NETNS_ONLY="ok kill link engine finalize" (groups to run),
 # NETNS_HANG_S (seconds a fault may take to end a run, default 15),
-# NETNS_FINALIZE_REPS (default 3), NETNS_KEEP_LOGS=1 (keep the scratch folder).
+# NETNS_FINALIZE_REPS (runs of each command, default 3) and NETNS_FINALIZE_LIMIT (s, default 20),
+# NETNS_MPIEXEC_OPTS (more mpiexec options for every run, e.g. "-genv UCX_TLS sm,tcp"),
+# NETNS_STACKS=1 (gdb backtraces of the ranks a deadline is about to kill),
+# NETNS_KEEP_LOGS=1 (keep the scratch folder).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -53,11 +56,11 @@ addr=(10.77.0.1 10.77.0.2 10.77.0.3)
 tmp=$(mktemp -d /tmp/netns_faults.XXXXXX)
 created=()
 
-kill_ns_procs() {  # kill_ns_procs: SIGKILL every process left in the namespaces; prints the count
-  local n=0 p s
-  for s in "${ns[@]}" "$sw"; do
-    for p in $(ip netns pids "$s" 2>/dev/null); do kill -9 "$p" 2>/dev/null && n=$((n + 1)); done
-  done
+ns_procs() { local s; for s in "${ns[@]}" "$sw"; do ip netns pids "$s" 2>/dev/null; done; }
+kill_ns_procs() {  # kill_ns_procs [GRACE_S]: after GRACE_S, SIGKILL what is left in the namespaces; prints the count
+  local n=0 p
+  for _ in $(seq $((${1:-0} * 10))); do [ -z "$(ns_procs)" ] && break; sleep 0.1; done
+  for p in $(ns_procs); do kill -9 "$p" 2>/dev/null && n=$((n + 1)); done
   echo $n
 }
 cleanup() {
@@ -127,10 +130,14 @@ verdict() {  # verdict NAME KIND(ok|fault|gap) GOOD(0|1) DETAIL
   echo "$v $name: $detail"
   summary+=("$(printf '%-5s %-24s %s' "$v" "$name" "$detail")")
 }
-show_errors() {  # show_errors FILES...: the lines that explain an ending, at most 8
-  cat "$@" 2>/dev/null | grep -E -i \
-    'xferbench: error|error|fatal|abort|failed|timed out|BAD TERMINATION|EXIT CODE|assert|RUNNING AT' |
-    grep -v -e 'mpool.c' -e 'YOU CAN IGNORE' | head -8 | cut -c1-220 | sed 's/^/    | /'
+show_errors() {  # show_errors FILES...: the lines that say why a run ended (else its first lines)
+  local lines
+  lines=$(cat "$@" 2>/dev/null | grep -E \
+    'xferbench: error|BAD TERMINATION|RUNNING AT|EXIT CODE|Abort\(|Fatal|Connection|ucx function|UCX +ERROR|Assertion|peer failed|timed out|engine: (client|done)' |
+    grep -v 'mpool.c')
+  [ -n "$lines" ] || lines=$(cat "$@" 2>/dev/null | grep -v 'mpool.c' | head -3)
+  [ -n "$lines" ] || lines="(nothing on stdout or stderr)"
+  echo "$lines" | head -10 | cut -c1-220 | sed 's/^/    | /'
 }
 rank_pids() {  # rank_pids NS: the xferbench processes in NS
   local p
@@ -148,6 +155,19 @@ apply_fault() {  # apply_fault FAULT NS: kill (SIGKILL the xferbench there) or l
   link) ip -n "$2" link set xb0 down ;;
   esac
 }
+stacks() {  # stacks: one line per xferbench process in the namespaces: where its main thread waits
+  local s p
+  command -v gdb >/dev/null || return 0
+  for s in "${ns[@]}"; do
+    for p in $(rank_pids "$s"); do
+      timeout 20 gdb -p "$p" -batch -ex 'thread apply all bt 30' >"$tmp/gdb.$p.txt" 2>/dev/null
+      echo "    stack of pid $p in $s: $(sed -n '/^Thread 1 /,$p' "$tmp/gdb.$p.txt" |
+        grep -E '^#' | grep -o -E ' in [A-Za-z_:~<>()0-9 ]+ \(|^#[0-9]+ +[A-Za-z_:~]+ \(' |
+        sed -E 's/^ in //; s/^#[0-9]+ +//; s/ \($//; s/\(anonymous namespace\):://g' |
+        grep -v -E '^(__|std::)' | head -8 | tr '\n' '<' | sed 's/<$//; s/</ <- /g')"
+    done
+  done
+}
 links_up() { local s; for s in "${ns[@]}"; do ip -n "$s" link set xb0 up; done; }
 
 # mpirun NAME NP LIMIT FAULT FAULT_AT FAULT_NS [MPIEXEC_OPTS...] -- XFERBENCH_ARGS...
@@ -161,7 +181,7 @@ mpirun() {
   t0=$(now)
   timeout -k 3 "$limit" ip netns exec "${ns[0]}" "$mpiexec" -localhost "${addr[0]}" \
     -launcher ssh -launcher-exec "$tmp/ssh" -f "$tmp/hosts$np" -n "$np" \
-    -genv UCX_TLS tcp -genv UCX_NET_DEVICES xb0 "${opts[@]}" "$xb" "$@" \
+    -genv UCX_TLS tcp -genv UCX_NET_DEVICES xb0 ${NETNS_MPIEXEC_OPTS:-} "${opts[@]}" "$xb" "$@" \
     >"$tmp/$name.out" 2>"$tmp/$name.err" &
   pid=$!
   faulted=1
@@ -172,11 +192,16 @@ mpirun() {
     elif ! apply_fault "$fault" "$fns"; then faulted=0; echo "  ($name: no xferbench process in $fns to kill)"
     fi
   fi
-  wait $pid; rc=$?
+  if [ "${NETNS_STACKS:-0}" = 1 ]; then  # where the ranks wait when the deadline comes
+    for _ in $(seq $(((limit - 3) * 10))); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill -0 $pid 2>/dev/null && stacks >"$tmp/$name.stacks"
+  fi
+  wait $pid 2>/dev/null; rc=$?
+  [ -s "$tmp/$name.stacks" ] && cat "$tmp/$name.stacks"
   total=$(secs "$t0" "$(now)")
   after=$([ "$fault" != none ] && secs "$tf" "$(now)" || echo -)
-  left=$(kill_ns_procs)
   links_up
+  left=$(kill_ns_procs 3)
 }
 
 # fault_case NAME KIND FAULT NS EXPECT_TEXT [MPIEXEC_OPTS...] -- ARGS: a rank or link fault at 4 s.
@@ -187,7 +212,7 @@ fault_case() {
   [ "$faulted" = 1 ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && good=1
   [ "$faulted" = 1 ] || kind=fault  # a fault that never happened is a FAIL of the harness
   verdict "$name" "$kind" $good \
-    "exit $rc, ended $after s after the fault (limit $hang_s s), $left processes left over"
+    "exit $rc, ended $after s after the fault (limit $hang_s s), $left processes still in the namespaces 3 s later"
   show_errors "$tmp/$name.err" "$tmp/$name.out"
 }
 
@@ -206,11 +231,17 @@ verdict launcher ok "$([ "$placed" = "$want" ] && echo 1 || echo 0)" "ranks and 
 has() { [[ " $only " == *" $1 "* ]]; }
 
 # --- runs that must succeed -------------------------------------------------
+hung() { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }
+reported() { grep -q -E '^[0-9]+ results: .* 0 failed' "$tmp/$1.out"; }  # rank 0 printed a clean summary
 ok_case() {  # ok_case NAME NP -- ARGS
   local name=$1 np=$2; shift 2
-  mpirun "$name" "$np" 90 none 0 - "$@"
-  verdict "$name" ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
-  [ $rc -eq 0 ] || { show_errors "$tmp/$name.err" "$tmp/$name.out"; tail -5 "$tmp/$name.out"; }
+  mpirun "$name" "$np" 60 none 0 - "$@"
+  if hung && reported "$name"; then  # the benchmark ran; MPICH 4.0.2 then hung in MPI_Finalize
+    verdict "$name" gap 0 "results printed, then no exit within 60 s: the MPI_Finalize hang over TCP (see finalize_*)"
+  else
+    verdict "$name" ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
+  fi
+  [ $rc -eq 0 ] || { show_errors "$tmp/$name.err" "$tmp/$name.out"; tail -3 "$tmp/$name.out" | sed 's/^/    | /'; }
 }
 if has ok; then
   txb() { ip netns exec "${ns[1]}" cat /sys/class/net/xb0/statistics/tx_bytes; }
@@ -275,14 +306,14 @@ engine_case() {  # engine_case NAME KIND FAULT CLIENT_ARGS...: serve in ns0, cli
     else apply_fault "$fault" "${ns[0]}" || faulted=0
     fi
   fi
-  wait $cpid; rc=$?
+  wait $cpid 2>/dev/null; rc=$?
   total=$(secs "$t0" "$(now)")
   after=$([ "$fault" != none ] && secs "$tf" "$(now)" || echo -)
   local srv=running
-  if [ "$fault" = kill ]; then wait $spid; srv=killed
+  if [ "$fault" = kill ]; then wait $spid 2>/dev/null; srv=killed
   else
     for _ in $(seq 50); do kill -0 $spid 2>/dev/null || break; sleep 0.1; done
-    kill -0 $spid 2>/dev/null && srv="still running 5 s after the client" || { wait $spid; srv="exit $?"; }
+    kill -0 $spid 2>/dev/null && srv="still running 5 s after the client" || { wait $spid 2>/dev/null; srv="exit $?"; }
   fi
   left=$(kill_ns_procs)
   links_up
@@ -307,19 +338,33 @@ if has engine; then
 fi
 
 # --- 3 ranks over TCP: the MPI_Finalize hang ----------------------------------------------
+# README: "with 3 or more ranks Debian 12's MPICH 4.0.2 then hangs in MPI_Finalize".
+# Here: rank 0 spins in PMPI_Finalize -> ucp_worker_progress (endpoints to ranks that
+# already left), later blocks reading its PMI socket; a C program doing only MPI_Barrier
+# (or MPI_Win_allocate/free) and MPI_Finalize does the same, a barrier first does not help.
 if has finalize; then
-  hung=0
-  for r in $(seq "$reps"); do
-    mpirun "finalize$r" 3 60 none 0 - -- coll allreduce -b 64K -e 64K -n 2 -w 1
-    [ $rc -eq 124 ] || [ $rc -eq 137 ] && hung=$((hung + 1))
-    echo "  3 ranks, 3 namespaces, UCX_TLS=tcp, coll allreduce: exit $rc in $total s"
+  flimit=${NETNS_FINALIZE_LIMIT:-20}
+  for cmd in coll remote kv; do
+    case $cmd in
+    coll) args=(coll allreduce -b 64K -e 64K -n 2 -w 1) ;;
+    remote) args=(remote --transport rma -s 64K -n 5) ;;
+    kv) args=(kv --block-bytes 256K --blocks 4 -n 2) ;;
+    esac
+    nhung=0; codes=""; bad=0
+    for r in $(seq "$reps"); do
+      mpirun "finalize_${cmd}_$r" 3 "$flimit" none 0 - -- "${args[@]}"
+      codes+="$rc "
+      if hung; then
+        nhung=$((nhung + 1))
+        reported "finalize_${cmd}_$r" || bad=1  # hung before its results: not the finalize hang
+      elif [ $rc -ne 0 ]; then bad=1; show_errors "$tmp/finalize_${cmd}_$r.err"
+      fi
+    done
+    detail="3 ranks in 3 namespaces over TCP, $nhung of $reps runs hung after printing their results (exit codes: ${codes% })"
+    if [ $bad = 1 ]; then verdict "finalize_3ranks_$cmd" ok 0 "$detail; a run failed or hung before its results"
+    else verdict "finalize_3ranks_$cmd" gap $([ $nhung -eq 0 ] && echo 1 || echo 0) "$detail"
+    fi
   done
-  verdict finalize_3ranks ok $([ $hung -eq 0 ] && echo 1 || echo 0) "$hung of $reps runs hung"
-  mpirun finalize_remote 3 60 none 0 - -- remote --transport rma -s 64K -n 5
-  echo "  3 ranks, remote --transport rma (MPI_Win_allocate): exit $rc in $total s"
-  verdict finalize_3ranks_rma ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
-  mpirun finalize_kv 3 60 none 0 - -- kv --block-bytes 256K --blocks 4 -n 2
-  verdict finalize_3ranks_kv ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
 fi
 
 echo
