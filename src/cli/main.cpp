@@ -21,9 +21,13 @@ int main(int argc, char** argv) {
     return xb::cli::run(argc, argv);
   } catch (const xb::UsageError& e) {
     report_error(e.what());
+    std::fflush(stderr);
+    xb::finish_deferred_mpi(2);
     return 2;
   } catch (const std::exception& e) {
     report_error(e.what());
+    std::fflush(stderr);
+    xb::finish_deferred_mpi(1);
     return 1;
   }
 }

@@ -192,7 +192,8 @@ Remote::~Remote() {
 
 void Remote::check_peer() const {
   if (state_->status != UCS_OK)
-    throw RuntimeError(fmt::format("peer failed: {}", ucs_status_string(state_->status)));
+    throw RuntimeError(fmt::format("the peer failed ({}): it exited, or its link is down",
+                                   ucs_status_string(state_->status)));
 }
 
 void* Remote::start(Op op, const Xfer& x) {
@@ -218,11 +219,18 @@ void Remote::complete(void* request, const char* what) {
   while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
     worker_.progress();
     if (state_->status != UCS_OK || Clock::now() > deadline) {
+      // UCX may not cancel a get or put in flight (a peer that went silent,
+      // a link that went down): give the cancel 2 s, then leave the request
+      // to UCX (freed, it is released when it ends) rather than wait on it.
       ucp_request_cancel(wrk(worker_.handle()), request);
-      while (ucp_request_check_status(request) == UCS_INPROGRESS) worker_.progress();
+      const auto limit = Clock::now() + std::chrono::seconds(2);
+      while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < limit)
+        worker_.progress();
       ucp_request_free(request);
       check_peer();
-      throw RuntimeError(fmt::format("{} timed out after {} s", what, timeout_s_));
+      throw RuntimeError(fmt::format(
+          "{} timed out after {} s: the server did not answer (gone, or its link is down)", what,
+          timeout_s_));
     }
   }
   ucp_request_free(request);

@@ -320,7 +320,9 @@ int Ranked::report(const Family& f, Report r, const RunOptions& opts) {
   r.env.ranks = rt->size();
   r.env.backend_note = backend_note;
   if (out) out->emit([&](Format fmt) { return render(f, r, fmt); });
-  return finish(r, opts, f.schema());
+  const int code = finish(r, opts, f.schema());
+  set_exit_code_hint(code);  // the results are out: a hung MPI_Finalize ends with this code
+  return code;
 }
 
 }  // namespace xb

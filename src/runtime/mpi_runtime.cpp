@@ -2,8 +2,15 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -13,6 +20,22 @@
 
 namespace xb {
 namespace {
+
+std::atomic<int> g_exit_hint{1};
+std::atomic<bool> g_deferred{false};
+
+// MPI_Finalize, or _exit(code) when it has not returned within 10 s.
+void finalize_with_watchdog(int code) {
+  std::thread([code] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::fprintf(stderr,
+                 "xferbench: MPI_Finalize did not return within 10 s (a peer rank is gone, or "
+                 "MPICH's shutdown over TCP hung); exiting\n");
+    std::fflush(nullptr);
+    _exit(code);
+  }).detach();
+  MPI_Finalize();
+}
 
 // MPI counts are int: one-sided transfers go in pieces of at most 1 GiB.
 constexpr Bytes kPiece = 1ULL << 30;
@@ -141,8 +164,12 @@ class MpiRuntime final : public Runtime {
     single_host_ = all_local == 1;
   }
   ~MpiRuntime() override {
+    if (owns_ && std::uncaught_exceptions() > 0) {  // main prints the error first
+      g_deferred = true;
+      return;
+    }
     MPI_Comm_free(&node_);
-    if (owns_) MPI_Finalize();
+    if (owns_) finalize_with_watchdog(g_exit_hint);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -204,5 +231,11 @@ class MpiRuntime final : public Runtime {
 }  // namespace
 
 std::unique_ptr<Runtime> make_mpi_runtime() { return std::make_unique<MpiRuntime>(); }
+
+void set_exit_code_hint(int code) { g_exit_hint = code; }
+
+void finish_deferred_mpi(int exit_code) {
+  if (g_deferred.exchange(false)) finalize_with_watchdog(exit_code);
+}
 
 }  // namespace xb

@@ -79,8 +79,17 @@ class Runtime {
 };
 
 // Initialises MPI (multi-rank commands only) and finalises it on
-// destruction; windows must be released first.
+// destruction; windows must be released first. MPI_Finalize runs under a
+// watchdog: when it has not returned within 10 s (a peer rank died, or
+// MPICH's TCP shutdown hangs with 3 and more ranks), the process says so
+// and exits with the exit code hint. While an exception unwinds, the
+// finalize is deferred to finish_deferred_mpi, so the error is printed
+// before anything can wait on a dead peer.
 std::unique_ptr<Runtime> make_mpi_runtime();
+// The exit code the process ends with should MPI_Finalize hang (default 1).
+void set_exit_code_hint(int code);
+// After main printed an error: the finalize the runtime deferred, if any.
+void finish_deferred_mpi(int exit_code);
 
 // True when this process was started by mpiexec (hydra's PMI variables).
 bool launched_by_mpiexec();
