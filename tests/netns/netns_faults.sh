@@ -16,7 +16,7 @@
 # server killed or its link set down), then 3 ranks over TCP several times (the
 # MPI_Finalize hang the README names). Every run has a deadline and leftover
 # processes in the namespaces are killed, so the script ends in bounded time
-# (about 3 minutes, most of it the known hangs running into their deadlines).
+# (3-4 minutes on 2 cores, most of it the known hangs running into their deadlines).
 #
 # Verdicts: PASS; FAIL; XFAIL for a fault xferbench does not yet end by itself
 # (each names the place in src/ that waits without a deadline); XPASS when such
@@ -26,7 +26,7 @@
 #
 # Knobs: NETNS_ONLY="ok kill link engine finalize" (groups to run),
 # NETNS_HANG_S (seconds a fault may take to end a run, default 15),
-# NETNS_FINALIZE_REPS (runs of each command, default 3) and NETNS_FINALIZE_LIMIT (s, default 20),
+# NETNS_FINALIZE_REPS (runs of each command, default 2) and NETNS_FINALIZE_LIMIT (s, default 15),
 # NETNS_MPIEXEC_OPTS (more mpiexec options for every run, e.g. "-genv UCX_TLS sm,tcp"),
 # NETNS_STACKS=1 (gdb backtraces of the ranks a deadline is about to kill),
 # NETNS_KEEP_LOGS=1 (keep the scratch folder).
@@ -36,7 +36,7 @@ root=$(cd "$here/../.." && pwd)
 xb=${1:-$root/build/default/xferbench}
 mpiexec=${2:-$(command -v mpiexec || true)}
 hang_s=${NETNS_HANG_S:-15}
-reps=${NETNS_FINALIZE_REPS:-3}
+reps=${NETNS_FINALIZE_REPS:-2}
 only=${NETNS_ONLY:-ok kill link engine finalize}
 strict=${NETNS_STRICT:-0}
 
@@ -73,6 +73,14 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+
+# Namespaces left by an earlier run that was killed outright (SIGKILL skips the trap).
+for old in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^xbf[0-9]+[abcs]$'); do
+  p=${old#xbf}; p=${p%?}
+  kill -0 "$p" 2>/dev/null && continue
+  for q in $(ip netns pids "$old" 2>/dev/null); do kill -9 "$q" 2>/dev/null; done
+  ip netns del "$old" 2>/dev/null
+done
 
 # --- can this machine make namespaces? ---------------------------------------
 probe() {  # probe WHAT CMD...: runs CMD, skips with its stderr when it fails
@@ -122,10 +130,10 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 fails=0; xfails=0; passes=0
 summary=()
-verdict() {  # verdict NAME KIND(ok|fault|gap) GOOD(0|1) DETAIL
+verdict() {  # verdict NAME KIND(ok|fault|gap|flaky) GOOD(0|1) DETAIL
   local name=$1 kind=$2 good=$3 detail=$4 v
   if [ "$good" = 1 ]; then v=PASS; [ "$kind" = gap ] && v=XPASS; passes=$((passes + 1))
-  elif [ "$kind" = gap ] && [ "$strict" != 1 ]; then v=XFAIL; xfails=$((xfails + 1))
+  elif { [ "$kind" = gap ] || [ "$kind" = flaky ]; } && [ "$strict" != 1 ]; then v=XFAIL; xfails=$((xfails + 1))
   else v=FAIL; fails=$((fails + 1)); fi
   echo "$v $name: $detail"
   summary+=("$(printf '%-5s %-24s %s' "$v" "$name" "$detail")")
@@ -204,7 +212,8 @@ mpirun() {
   left=$(kill_ns_procs 3)
 }
 
-# fault_case NAME KIND FAULT NS EXPECT_TEXT [MPIEXEC_OPTS...] -- ARGS: a rank or link fault at 4 s.
+# fault_case NAME KIND FAULT NS [MPIEXEC_OPTS...] -- ARGS: 2 ranks, FAULT (kill|link) in NS at 4 s;
+# good when the run then ends by itself within NETNS_HANG_S with a non-zero exit code.
 fault_case() {
   local name=$1 kind=$2 fault=$3 fns=$4; shift 4
   mpirun "$name" 2 $((4 + hang_s)) "$fault" 4 "$fns" "$@"
@@ -235,9 +244,9 @@ hung() { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }
 reported() { grep -q -E '^[0-9]+ results: .* 0 failed' "$tmp/$1.out"; }  # rank 0 printed a clean summary
 ok_case() {  # ok_case NAME NP -- ARGS
   local name=$1 np=$2; shift 2
-  mpirun "$name" "$np" 60 none 0 - "$@"
+  mpirun "$name" "$np" 30 none 0 - "$@"
   if hung && reported "$name"; then  # the benchmark ran; MPICH 4.0.2 then hung in MPI_Finalize
-    verdict "$name" gap 0 "results printed, then no exit within 60 s: the MPI_Finalize hang over TCP (see finalize_*)"
+    verdict "$name" flaky 0 "results printed, then no exit within 30 s: the MPI_Finalize hang over TCP (see finalize_*)"
   else
     verdict "$name" ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
   fi
@@ -270,10 +279,9 @@ if has kill; then
   # runs without UCX peer-failure handling; coll has no deadline of its own).
   fault_case coll_kill_survivors gap kill "${ns[1]}" -disable-auto-cleanup -- \
     coll allreduce -b 1M -e 1M -n 100000 -w 1
-  # Known gap: rank 0's engine sees the dead peer and throws, but the stack unwinds
-  # through ~Ranked -> ~MpiRuntime -> MPI_Finalize, which waits for the dead rank, so the
-  # error is never printed (main() prints it only after run() returns).
-  fault_case kv_kill_survivors gap kill "${ns[1]}" -disable-auto-cleanup -- \
+  # Rank 0's engine sees the dead peer and throws; MPI_Finalize is deferred until the
+  # error is printed, then runs under a 10 s watchdog (it waits for the dead rank).
+  fault_case kv_kill_survivors fault kill "${ns[1]}" -disable-auto-cleanup -- \
     kv --block-bytes 1M --blocks 8 -n 1000000
 fi
 if has link; then
@@ -332,9 +340,9 @@ engine_case() {  # engine_case NAME KIND FAULT CLIENT_ARGS...: serve in ns0, cli
 if has engine; then
   engine_case engine_ok ok none -t 4M -k 256K --loops 2 --op read,write
   engine_case engine_server_kill fault kill -t 16M -k 1M --loops 1000000 --op read,write
-  # Known gap: the client's request deadline fires, but Remote::complete then waits
-  # without a deadline for the cancelled RMA request (UCX does not cancel gets/puts).
-  engine_case engine_server_link gap link -t 16M -k 1M --loops 1000000 --op read,write
+  # The client's request deadline fires; the cancelled request gets 2 s, then the
+  # client names a server that did not answer.
+  engine_case engine_server_link fault link -t 16M -k 1M --loops 1000000 --op read,write
 fi
 
 # --- 3 ranks over TCP: the MPI_Finalize hang ----------------------------------------------
@@ -343,7 +351,7 @@ fi
 # already left), later blocks reading its PMI socket; a C program doing only MPI_Barrier
 # (or MPI_Win_allocate/free) and MPI_Finalize does the same, a barrier first does not help.
 if has finalize; then
-  flimit=${NETNS_FINALIZE_LIMIT:-20}
+  flimit=${NETNS_FINALIZE_LIMIT:-15}
   for cmd in coll remote kv; do
     case $cmd in
     coll) args=(coll allreduce -b 64K -e 64K -n 2 -w 1) ;;
@@ -362,7 +370,7 @@ if has finalize; then
     done
     detail="3 ranks in 3 namespaces over TCP, $nhung of $reps runs hung after printing their results (exit codes: ${codes% })"
     if [ $bad = 1 ]; then verdict "finalize_3ranks_$cmd" ok 0 "$detail; a run failed or hung before its results"
-    else verdict "finalize_3ranks_$cmd" gap $([ $nhung -eq 0 ] && echo 1 || echo 0) "$detail"
+    else verdict "finalize_3ranks_$cmd" flaky $([ $nhung -eq 0 ] && echo 1 || echo 0) "$detail"
     fi
   done
 fi
