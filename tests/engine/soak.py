@@ -106,6 +106,7 @@ class ServerLog:
         self.n_accepted = 0
         self.done = collections.Counter()  # who -> count
         self.failed = {}  # who -> reason (latest)
+        self.failed_reasons = collections.Counter()
         self.n_done = 0
         self.n_failed = 0
         self.rejected = collections.defaultdict(list)  # who -> [reason]
@@ -155,6 +156,7 @@ class ServerLog:
         m = RE_FAILED.match(body)
         if m:
             self.failed[m.group(1)] = m.group(3)
+            self.failed_reasons[norm_reason(m.group(3))] += 1
             self.open.discard(m.group(1))
             self.n_failed += 1
             return
@@ -209,6 +211,7 @@ class Soak:
             self.env.pop("UCX_TLS", None)  # UCX's default: shared memory on one host
         self.hostile = collections.Counter()  # kind -> inputs sent
         self.hostile_ports = collections.defaultdict(list)  # kind -> [local port]
+        self.hostile_order = []  # (kind, local port), in the order of connection
         self.hostile_notes = collections.Counter()  # unexpected hostile outcomes
         self.wb_runs = 0
         self.wb_verified = 0
@@ -449,6 +452,7 @@ class Soak:
         try:
             with self.lock:
                 self.hostile_ports[kind].append(s.getsockname()[1])
+                self.hostile_order.append((kind, s.getsockname()[1]))
             if data:
                 s.sendall(data)
             self.note(self.hostile, kind)
@@ -569,6 +573,7 @@ class Soak:
             port = s.getsockname()[1]
             with self.lock:
                 self.hostile_ports["slow_reader"].append(port)
+                self.hostile_order.append(("slow_reader", port))
             if rng.random() < 0.5:
                 s.sendall(frame(MSG_HELLO, length=64)[:rng.randint(1, HEADER - 1)])
             else:
@@ -754,8 +759,8 @@ class Soak:
         if self.abort_reason is None and self.server_alive():
             final_ok = self.fill_and_finish()
         self.fill_s = time.monotonic() - fill_t0
-        try:
-            code = self.server.wait(timeout=30)
+        try:  # an aborted soak leaves sessions unused: the server would wait for them
+            code = self.server.wait(timeout=1 if self.abort_reason else 30)
         except subprocess.TimeoutExpired:
             self.server.kill()
             self.server.wait(timeout=10)
@@ -790,13 +795,15 @@ class Soak:
         # Every hostile connection must have been rejected by the server, by its port.
         unmatched = collections.Counter()
         reasons = collections.defaultdict(collections.Counter)
-        for kind, ports in self.hostile_ports.items():
-            for port in ports:
-                rs = log.rejected.get(f"127.0.0.1:{port}")
-                if rs:
-                    reasons[kind][norm_reason(rs[-1])] += 1
-                else:
-                    unmatched[kind] += 1
+        used = collections.Counter()  # a port comes back after TIME_WAIT: match in order
+        for kind, port in self.hostile_order:
+            who = f"127.0.0.1:{port}"
+            rs = [r for r in log.rejected.get(who, []) if r != "wrong token"]
+            if used[who] < len(rs):
+                reasons[kind][norm_reason(rs[used[who]])] += 1
+                used[who] += 1
+            else:
+                unmatched[kind] += 1
         wrong = sum(1 for rs in log.rejected.values() for r in rs if r == "wrong token")
         reasons["wrong_token"]["wrong token"] = wrong
         if unmatched and not self.abort_reason:
@@ -846,8 +853,7 @@ class Soak:
                 "summary": log.summary,
                 "log_counts": {"accepted": log.n_accepted, "done": log.n_done,
                                "failed": log.n_failed, "rejected": log.n_rejected},
-                "failed_reasons": dict(collections.Counter(
-                    norm_reason(r) for r in log.failed.values())),
+                "failed_reasons": dict(log.failed_reasons),
                 "rss_kib": {"start": self.rss_start, "after_first_round": rss_warm,
                             "end": self.rss_end, "growth": growth,
                             "max": max((x for x in self.rss_samples if x), default=None)},
