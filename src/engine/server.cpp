@@ -68,7 +68,9 @@ int bound_port(int fd) {
 struct Session {
   int fd;
   std::string who;
-  int slot = -1;  // -1 until the hello is accepted
+  int slot = -1;          // -1 until the hello is accepted
+  FrameReader in{};       // what arrived of the next frame(s)
+  Clock::time_point since{};  // accepted, or the first byte of a partial frame
 };
 
 class Server {
@@ -127,10 +129,27 @@ class Server {
     std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}, {efd_, POLLIN, 0}};
     for (const auto& s : sessions_) fds.push_back({s.fd, POLLIN, 0});
     const int rc = poll(fds.data(), fds.size(), armed ? 100 : 0);
-    if (rc <= 0) return;
-    if (fds[0].revents & POLLIN) accept_one();
-    for (std::size_t i = fds.size() - 1; i >= 2; --i)
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) handle(i - 2);
+    if (rc > 0) {
+      if (fds[0].revents & POLLIN) accept_one();
+      for (std::size_t i = fds.size() - 1; i >= 2; --i)
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) handle(i - 2);
+    }
+    expire();
+  }
+
+  // A peer that stops halfway through a frame, or never says hello, is
+  // dropped after --io-timeout; the others are served meanwhile.
+  void expire() {
+    const auto limit = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(cfg_.io_timeout_s));
+    const auto now = Clock::now();
+    for (std::size_t i = sessions_.size(); i-- > 0;) {
+      const Session& s = sessions_[i];
+      if (!s.in.empty() && now - s.since > limit)
+        drop(i, "timed out waiting for the peer (a partial message)", true);
+      else if (s.slot < 0 && s.in.empty() && now - s.since > limit)
+        drop(i, fmt::format("no hello within {} s", cfg_.io_timeout_s), true);
+    }
   }
 
   void accept_one() {
@@ -141,7 +160,7 @@ class Server {
     char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
     getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
                 NI_NUMERICHOST | NI_NUMERICSERV);
-    sessions_.push_back({fd, fmt::format("{}:{}", host, serv)});
+    sessions_.push_back({fd, fmt::format("{}:{}", host, serv), -1, {}, Clock::now()});
   }
 
   void drop(std::size_t i, const std::string& why, bool rejected) {
@@ -194,22 +213,36 @@ class Server {
     drop(i, why, true);
   }
 
+  // Reads what this session's socket has (never waits), then serves every
+  // whole frame in it.
   void handle(std::size_t i) {
-    Frame f;
-    try {
-      f = recv_frame(sessions_[i].fd, cfg_.io_timeout_s);
-    } catch (const ProtocolError& e) {
-      drop(i, e.what(), true);
-      return;
+    char buf[64 * 1024];
+    const ssize_t got = recv(sessions_[i].fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (got == 0) return drop(i, "connection closed by the peer", true);
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+      return drop(i, fmt::format("recv: {}", std::strerror(errno)), true);
     }
-    try {
-      dispatch(i, f);
-    } catch (const ProtocolError& e) {
-      if (sessions_[i].slot < 0) {
-        refuse(i, e.what());
-      } else {
-        drop(i, e.what(), true);
+    if (sessions_[i].in.empty()) sessions_[i].since = Clock::now();
+    sessions_[i].in.feed(buf, static_cast<std::size_t>(got));
+    for (;;) {
+      std::optional<Frame> f;
+      try {
+        f = sessions_[i].in.next();
+      } catch (const ProtocolError& e) {
+        return drop(i, e.what(), true);
       }
+      if (!f) return;
+      const int fd = sessions_[i].fd;
+      const std::size_t before = sessions_.size();
+      try {
+        dispatch(i, *f);
+      } catch (const ProtocolError& e) {
+        if (sessions_[i].slot < 0) return refuse(i, e.what());
+        return drop(i, e.what(), true);
+      }
+      if (sessions_.size() != before || sessions_[i].fd != fd) return;  // it said bye
+      if (!sessions_[i].in.empty()) sessions_[i].since = Clock::now();
     }
   }
 

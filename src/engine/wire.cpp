@@ -188,6 +188,16 @@ Frame recv_frame(int fd, double timeout_s) {
   return decode_frame(header, std::move(payload));
 }
 
+std::optional<Frame> FrameReader::next() {
+  if (buf_.size() < kHeader) return std::nullopt;
+  const std::string header = buf_.substr(0, kHeader);
+  const std::uint32_t len = payload_length(header);
+  if (buf_.size() - kHeader < len) return std::nullopt;
+  Frame f = decode_frame(header, buf_.substr(kHeader, len));
+  buf_.erase(0, kHeader + len);
+  return f;
+}
+
 Hello decode_hello(const std::string& payload) {
   Reader r(payload);
   Hello h;

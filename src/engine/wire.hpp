@@ -3,6 +3,7 @@
 // the framed, versioned messages of the TCP bootstrap. Decoding is bounds-
 // checked; anything malformed throws ProtocolError, never reads past input.
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -96,6 +97,19 @@ struct VerifyRequest {
 VerifyRequest decode_verify(const std::string& payload, std::uint64_t slot_len);
 // Token comparison in time independent of where the tokens differ.
 bool same_token(const std::string& a, const std::string& b);
+
+// Frames that arrive in pieces (the server's non-blocking reads): feed()
+// the bytes as they come, next() returns each whole frame in order; a bad
+// header throws ProtocolError as soon as its 12 bytes are in.
+class FrameReader {
+ public:
+  void feed(const char* p, std::size_t n) { buf_.append(p, n); }
+  std::optional<Frame> next();
+  bool empty() const { return buf_.empty(); }
+
+ private:
+  std::string buf_;
+};
 
 // Blocking socket I/O with a deadline (seconds); throws ProtocolError on
 // EOF, timeout or a malformed frame.

@@ -148,6 +148,29 @@ TEST(EngineWire, DescriptorCarriesTheIpcHandleAndNode) {
   EXPECT_THROW(engine::decode_descriptor(engine::encode(d)), engine::ProtocolError);
 }
 
+TEST(EngineWire, FrameReaderTakesFramesInPieces) {
+  engine::FrameReader r;
+  const std::string a = engine::encode_frame({engine::MsgType::hello, "first"});
+  const std::string b = engine::encode_frame({engine::MsgType::bye, ""});
+  const std::string both = a + b;
+  for (std::size_t i = 0; i < 5; ++i) r.feed(both.data() + i, 1);  // part of a header
+  EXPECT_FALSE(r.next());
+  r.feed(both.data() + 5, a.size() - 6);  // all but the last byte of the first frame
+  EXPECT_FALSE(r.next());
+  r.feed(both.data() + a.size() - 1, both.size() - a.size() + 1);
+  auto f = r.next();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, engine::MsgType::hello);
+  EXPECT_EQ(f->payload, "first");
+  f = r.next();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, engine::MsgType::bye);
+  EXPECT_TRUE(r.empty());
+  engine::FrameReader bad;
+  bad.feed("GET / HTTP/1.0\r\n", 16);  // a bad header fails as soon as it is in
+  EXPECT_THROW(bad.next(), engine::ProtocolError);
+}
+
 TEST(EngineLanes, NodeAndProcessIdentity) {
   const std::string me = engine::process_id();
   EXPECT_TRUE(engine::in_this_process(me));
