@@ -48,7 +48,7 @@ def graph(src):
     edges = {}  # node -> {node: first "file -> include" seen}
     for root, _, files in os.walk(src):
         for name in files:
-            if not name.endswith((".cpp", ".hpp", ".cu", ".h")):
+            if not name.endswith((".cpp", ".hpp", ".cu", ".cuh", ".h")):
                 continue
             path = os.path.join(root, name)
             rel = os.path.relpath(path, src)

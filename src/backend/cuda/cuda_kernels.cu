@@ -2,15 +2,10 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_kernels.hpp"
+#include "backend/cuda/device_clock.cuh"
 
 namespace xb::cuda {
 namespace {
-
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __global__ void latch_kernel(volatile int* flag, unsigned long long timeout_ns) {
   const unsigned long long t0 = global_ns();

@@ -3,15 +3,10 @@
 // peers in other processes (CUDA IPC windows, the same GPU or another) see a
 // subtile's data before its counter.
 #include "backend/cuda/fused_kernels.hpp"
+#include "backend/cuda/device_clock.cuh"
 
 namespace xb::cuda {
 namespace {
-
-__device__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ unsigned load_acquire(const unsigned* p) {
   unsigned v;
@@ -35,7 +30,7 @@ __device__ bool block_wait(const FusedArgs& a, const unsigned* p, unsigned want,
   __shared__ int ok;
   if (threadIdx.x == 0) {
     ok = 1;
-    const unsigned long long t0 = now_ns();
+    const unsigned long long t0 = global_ns();
     unsigned v;
     // Counters only grow and one epoch adds less than 2^31: compare the
     // difference, so a counter that wrapped around 2^32 still reads right.
@@ -44,7 +39,7 @@ __device__ bool block_wait(const FusedArgs& a, const unsigned* p, unsigned want,
         ok = 0;
         break;
       }
-      if (now_ns() - t0 > a.timeout_ns) {
+      if (global_ns() - t0 > a.timeout_ns) {
         if (atomicCAS(reinterpret_cast<int*>(&a.stuck->what), FusedStuck::none, what) ==
             FusedStuck::none) {
           a.stuck->tile = tile;
