@@ -24,6 +24,9 @@ constexpr const char* kFooter = R"(Examples:
   mpiexec -n 2 xferbench gemm-ar       fused GEMM + AllReduce, overlap of compute and communication
   xferbench plot a.json -o a.png       charts; `report` for an HTML page, `compare` for a CI gate
 
+Ranks watch each other: one whose peer died, or sent nothing for XFERBENCH_PEER_TIMEOUT
+seconds (default 30, 0: no watch), ends with an error naming that peer.
+
 Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "runtime/liveness.hpp"
 #include "runtime/mpi_check.hpp"
 #include "runtime/runtime.hpp"
 
@@ -28,11 +29,10 @@ std::atomic<bool> g_deferred{false};
 void finalize_with_watchdog(int code) {
   std::thread([code] {
     std::this_thread::sleep_for(std::chrono::seconds(10));
-    std::fprintf(stderr,
-                 "xferbench: MPI_Finalize did not return within 10 s (a peer rank is gone, or "
-                 "MPICH's shutdown over TCP hung); exiting\n");
-    std::fflush(nullptr);
-    _exit(code);
+    exit_now(
+        "xferbench: MPI_Finalize did not return within 10 s (a peer rank is gone, or MPICH's "
+        "shutdown over TCP hung); exiting\n",
+        code);
   }).detach();
   MPI_Finalize();
 }
@@ -144,6 +144,7 @@ class MpiWindow final : public Window {
 class MpiRuntime final : public Runtime {
  public:
   MpiRuntime() {
+    const double peer_timeout = peer_timeout_from_env();  // bad input: before MPI starts
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
@@ -162,12 +163,15 @@ class MpiRuntime final : public Runtime {
     int all_local = node_size == size_ ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     single_host_ = all_local == 1;
+    if (owns_ && size_ > 1 && peer_timeout > 0) watch_peers(peer_timeout);
   }
   ~MpiRuntime() override {
     if (owns_ && std::uncaught_exceptions() > 0) {  // main prints the error first
+      if (live_) live_->leave(true);
       g_deferred = true;
       return;
     }
+    if (live_) live_->leave(false);
     MPI_Comm_free(&node_);
     if (owns_) finalize_with_watchdog(g_exit_hint);
   }
@@ -221,11 +225,36 @@ class MpiRuntime final : public Runtime {
   }
 
  private:
+  // The liveness watch (runtime/liveness.hpp): rank 0's contact goes to the
+  // others by broadcast; a rank that cannot reach it runs unwatched, and says so.
+  void watch_peers(double timeout_s) {
+    live_ = std::make_unique<Liveness>(rank_, timeout_s);
+    std::string contact;
+    if (rank_ == 0) {
+      try {
+        contact = live_->listen();
+      } catch (const RuntimeError& e) {
+        std::fprintf(stderr, "xferbench: warning: no liveness watch: %s\n", e.what());
+      }
+    }
+    int len = static_cast<int>(contact.size());
+    mpi_check(MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    contact.resize(static_cast<std::size_t>(len));
+    mpi_check(MPI_Bcast(contact.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (rank_ == 0 || contact.empty()) return;
+    const std::string why = live_->connect(contact);
+    if (!why.empty())
+      std::fprintf(stderr,
+                   "xferbench: warning: rank %d %s: the others will not notice should it fail\n",
+                   rank_, why.c_str());
+  }
+
   int rank_ = 0, size_ = 1;
   bool single_host_ = true;
   int local_rank_ = 0;
   bool owns_ = false;
   MPI_Comm node_ = MPI_COMM_NULL;
+  std::unique_ptr<Liveness> live_;
 };
 
 }  // namespace

@@ -12,23 +12,28 @@
 # touch the traffic.
 #
 # Scenarios: runs that must succeed (remote rma, coll, kv, engine serve/client),
-# then faults mid-run (a rank killed with SIGKILL, a link set down, the engine's
-# server killed or its link set down), then 3 ranks over TCP several times (the
-# MPI_Finalize hang the README names). Every run has a deadline and leftover
+# then faults mid-run (a rank killed with SIGKILL, with and without hydra's
+# cleanup, in 2 and 3 ranks; a link set down; the engine's server killed or its
+# link set down), then 3 ranks over TCP several times (the MPI_Finalize hang the
+# README names). The ranks run with XFERBENCH_PEER_TIMEOUT=5: the liveness watch
+# ends them when a peer dies or goes silent. Every run has a deadline and leftover
 # processes in the namespaces are killed, so the script ends in bounded time
-# (3-4 minutes on 2 cores, most of it the known hangs running into their deadlines).
+# (about 1.5 minutes on 2 cores).
 #
-# Verdicts: PASS; FAIL; XFAIL for a fault xferbench does not yet end by itself
-# (each names the place in src/ that waits without a deadline); XPASS when such
-# a gap has been closed (then move it out of the known list). NETNS_STRICT=1
-# turns XFAIL into FAIL. Exit codes: 0 no FAIL, 1 a FAIL, 77 namespaces (or
+# Verdicts: PASS; FAIL; XFAIL for a known gap (kind gap: a fault xferbench does not
+# yet end by itself; kind flaky: MPICH's finalize over TCP), XPASS when a gap was
+# closed (then move it out of the known list). NETNS_STRICT=1 turns XFAIL into
+# FAIL. Exit codes: 0 no FAIL, 1 a FAIL, 77 namespaces (or
 # root, ip, hydra) unavailable here, with the reason on the "SKIP:" line.
 #
 # Knobs: NETNS_ONLY="ok kill link engine finalize" (groups to run),
 # NETNS_HANG_S (seconds a fault may take to end a run, default 15),
 # NETNS_FINALIZE_REPS (runs of each command, default 2) and NETNS_FINALIZE_LIMIT (s, default 15),
 # NETNS_MPIEXEC_OPTS (more mpiexec options for every run, e.g. "-genv UCX_TLS sm,tcp"),
-# NETNS_STACKS=1 (gdb backtraces of the ranks a deadline is about to kill),
+# NETNS_PEER_TIMEOUT (the ranks' XFERBENCH_PEER_TIMEOUT, default 5),
+# NETNS_TCP_RETRIES2 (net.ipv4.tcp_retries2 in the namespaces, default the kernel's),
+# NETNS_STACKS=1 (what is left in the namespaces when a deadline is near, with gdb
+# backtraces of the xferbench processes),
 # NETNS_KEEP_LOGS=1 (keep the scratch folder).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +44,7 @@ hang_s=${NETNS_HANG_S:-15}
 reps=${NETNS_FINALIZE_REPS:-2}
 only=${NETNS_ONLY:-ok kill link engine finalize}
 strict=${NETNS_STRICT:-0}
+peer_timeout=${NETNS_PEER_TIMEOUT:-5}
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
@@ -104,6 +110,7 @@ for i in 0 1 2; do
   ip -n "${ns[$i]}" link set "${id}h$i" name xb0
   ip -n "${ns[$i]}" addr add "${addr[$i]}/24" dev xb0
   ip -n "${ns[$i]}" link set xb0 up
+  [ -n "${NETNS_TCP_RETRIES2:-}" ] && ip netns exec "${ns[$i]}" sysctl -q -w net.ipv4.tcp_retries2="$NETNS_TCP_RETRIES2"
   ip -n "$sw" link set "${id}p$i" master br0
   ip -n "$sw" link set "${id}p$i" up
 done
@@ -126,6 +133,7 @@ printf '%s\n' "${addr[0]}" "${addr[1]}" >"$tmp/hosts2"
 printf '%s\n' "${addr[@]}" >"$tmp/hosts3"
 
 # --- running and judging ----------------------------------------------------------
+hung() { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 fails=0; xfails=0; passes=0
@@ -153,6 +161,7 @@ rank_pids() {  # rank_pids NS: the xferbench processes in NS
     [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$xb" ] && echo "$p"
   done
 }
+all_rank_pids() { local s; for s in "${ns[@]}"; do rank_pids "$s"; done; }
 apply_fault() {  # apply_fault FAULT NS: kill (SIGKILL the xferbench there) or link (xb0 down)
   case $1 in
   kill)
@@ -163,8 +172,13 @@ apply_fault() {  # apply_fault FAULT NS: kill (SIGKILL the xferbench there) or l
   link) ip -n "$2" link set xb0 down ;;
   esac
 }
-stacks() {  # stacks: one line per xferbench process in the namespaces: where its main thread waits
+stacks() {  # stacks: every process left in the namespaces, and where each xferbench's main thread waits
   local s p
+  for s in "${ns[@]}"; do
+    for p in $(ip netns pids "$s" 2>/dev/null); do
+      echo "    left in $s: pid $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"
+    done
+  done
   command -v gdb >/dev/null || return 0
   for s in "${ns[@]}"; do
     for p in $(rank_pids "$s"); do
@@ -179,18 +193,20 @@ stacks() {  # stacks: one line per xferbench process in the namespaces: where it
 links_up() { local s; for s in "${ns[@]}"; do ip -n "$s" link set xb0 up; done; }
 
 # mpirun NAME NP LIMIT FAULT FAULT_AT FAULT_NS [MPIEXEC_OPTS...] -- XFERBENCH_ARGS...
-# Sets rc, total (s), after (s from the fault to the end), left (processes killed afterwards).
+# Sets rc, total (s), after (s from the fault to mpiexec's end), ranks_after (s from the
+# fault until no xferbench process was left in the namespaces), left (processes killed
+# afterwards). Every rank runs with XFERBENCH_PEER_TIMEOUT=$peer_timeout.
 mpirun() {
   local name=$1 np=$2 limit=$3 fault=$4 at=$5 fns=$6; shift 6
   local opts=()
   while [ "$1" != -- ]; do opts+=("$1"); shift; done
   shift
-  local t0 tf pid
+  local t0 tf pid stacked=0
   t0=$(now)
   timeout -k 3 "$limit" ip netns exec "${ns[0]}" "$mpiexec" -localhost "${addr[0]}" \
     -launcher ssh -launcher-exec "$tmp/ssh" -f "$tmp/hosts$np" -n "$np" \
-    -genv UCX_TLS tcp -genv UCX_NET_DEVICES xb0 ${NETNS_MPIEXEC_OPTS:-} "${opts[@]}" "$xb" "$@" \
-    >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    -genv UCX_TLS tcp -genv UCX_NET_DEVICES xb0 -genv XFERBENCH_PEER_TIMEOUT "$peer_timeout" \
+    ${NETNS_MPIEXEC_OPTS:-} "${opts[@]}" "$xb" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   pid=$!
   faulted=1
   if [ "$fault" != none ]; then
@@ -200,28 +216,59 @@ mpirun() {
     elif ! apply_fault "$fault" "$fns"; then faulted=0; echo "  ($name: no xferbench process in $fns to kill)"
     fi
   fi
-  if [ "${NETNS_STACKS:-0}" = 1 ]; then  # where the ranks wait when the deadline comes
-    for _ in $(seq $(((limit - 3) * 10))); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-    kill -0 $pid 2>/dev/null && stacks >"$tmp/$name.stacks"
+  ranks_after=
+  while kill -0 $pid 2>/dev/null; do
+    if [ "$fault" != none ] && [ -z "$ranks_after" ] && [ -z "$(all_rank_pids)" ]; then
+      ranks_after=$(secs "$tf" "$(now)")
+      [ "${NETNS_STACKS:-0}" = 1 ] || break
+    fi
+    if [ "${NETNS_STACKS:-0}" = 1 ] && [ $stacked = 0 ] &&  # where everything waits when the deadline comes
+      [ "$(secs "$t0" "$(now)" | cut -d. -f1)" -ge $((limit - 3)) ]; then
+      stacks >"$tmp/$name.stacks"; stacked=1
+    fi
+    sleep 0.1
+  done
+  launcher_waited=0
+  if [ "$fault" = link ] && [ "${NETNS_STACKS:-0}" != 1 ] && kill -0 $pid 2>/dev/null; then
+    # The ranks are gone: give mpiexec 3 s to notice, then stop waiting for it.
+    for _ in $(seq 30); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill -0 $pid 2>/dev/null && { launcher_waited=1; kill -TERM $pid; }
   fi
   wait $pid 2>/dev/null; rc=$?
+  [ $launcher_waited = 1 ] && rc=124
   [ -s "$tmp/$name.stacks" ] && cat "$tmp/$name.stacks"
   total=$(secs "$t0" "$(now)")
   after=$([ "$fault" != none ] && secs "$tf" "$(now)" || echo -)
+  [ -n "$ranks_after" ] || ranks_after=$after
   links_up
   left=$(kill_ns_procs 3)
 }
 
-# fault_case NAME KIND FAULT NS [MPIEXEC_OPTS...] -- ARGS: 2 ranks, FAULT (kill|link) in NS at 4 s;
-# good when the run then ends by itself within NETNS_HANG_S with a non-zero exit code.
+# fault_case NAME KIND FAULT NS [MPIEXEC_OPTS...] -- ARGS: 2 ranks (FAULT_NP), FAULT (kill|link) in NS at 4 s;
+# FAULT_EXPECT="RE@RE..." lines the ranks' stderr must have.
+# A rank killed: good when the run (mpiexec) then ends by itself within NETNS_HANG_S with a
+# non-zero exit code. A link down: good when every rank has ended within NETNS_HANG_S and
+# rank 0 named the rank it lost; mpiexec itself may still wait (see the README).
 fault_case() {
   local name=$1 kind=$2 fault=$3 fns=$4; shift 4
-  mpirun "$name" 2 $((4 + hang_s)) "$fault" 4 "$fns" "$@"
-  local good=0
-  [ "$faulted" = 1 ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && good=1
+  mpirun "$name" "${FAULT_NP:-2}" $((4 + hang_s)) "$fault" 4 "$fns" "$@"
+  local good=0 detail
+  if [ "$fault" = link ]; then
+    lost_line=$(grep -m1 -o 'xferbench: error: rank 0 lost rank [0-9]*' "$tmp/$name.err")
+    [ "$faulted" = 1 ] && awk -v a="$ranks_after" -v h="$hang_s" 'BEGIN { exit !(a < h) }' &&
+      [ -n "$lost_line" ] && good=1
+    detail="every rank ended $ranks_after s after the fault (limit $hang_s s; '${lost_line:-no error naming the peer}'); mpiexec: $(
+      hung && echo "still waiting $after s after the fault (on its control connection to the cut-off node)" || echo "exit $rc, $after s after the fault")"
+  else
+    [ "$faulted" = 1 ] && [ $rc -ne 0 ] && ! hung && good=1
+    detail="exit $rc, ended $after s after the fault (limit $hang_s s), $left processes still in the namespaces 3 s later"
+  fi
+  local want
+  while IFS= read -r want; do  # FAULT_EXPECT: lines the ranks' stderr must have, @-separated
+    [ -z "$want" ] || grep -q -E "$want" "$tmp/$name.err" || { good=0; detail+="; no line '$want'"; }
+  done <<<"$(echo "${FAULT_EXPECT:-}" | tr @ "\n")"
   [ "$faulted" = 1 ] || kind=fault  # a fault that never happened is a FAIL of the harness
-  verdict "$name" "$kind" $good \
-    "exit $rc, ended $after s after the fault (limit $hang_s s), $left processes still in the namespaces 3 s later"
+  verdict "$name" "$kind" $good "$detail"
   show_errors "$tmp/$name.err" "$tmp/$name.out"
 }
 
@@ -240,7 +287,6 @@ verdict launcher ok "$([ "$placed" = "$want" ] && echo 1 || echo 0)" "ranks and 
 has() { [[ " $only " == *" $1 "* ]]; }
 
 # --- runs that must succeed -------------------------------------------------
-hung() { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }
 reported() { grep -q -E '^[0-9]+ results: .* 0 failed' "$tmp/$1.out"; }  # rank 0 printed a clean summary
 ok_case() {  # ok_case NAME NP -- ARGS
   local name=$1 np=$2; shift 2
@@ -275,9 +321,13 @@ if has kill; then
   fault_case coll_kill fault kill "${ns[1]}" -- coll allreduce -b 1M -e 1M -n 100000 -w 1
   fault_case remote_kill fault kill "${ns[1]}" -- remote --transport rma -s 1M -n 1000000 -w 1
   fault_case kv_kill fault kill "${ns[1]}" -- kv --block-bytes 1M --blocks 8 -n 1000000
-  # Known gap: rank 0 waits in MPI_Allreduce for the dead rank forever (MPICH's ch4:ucx
-  # runs without UCX peer-failure handling; coll has no deadline of its own).
-  fault_case coll_kill_survivors gap kill "${ns[1]}" -disable-auto-cleanup -- \
+  # MPICH's ch4:ucx has no peer-failure handling: rank 0 would wait in MPI_Allreduce for
+  # the dead rank forever. The liveness watch (runtime/liveness.hpp) sees the connection
+  # close and ends it, naming the rank.
+  FAULT_EXPECT="rank 0 lost rank 1 .*closed without a goodbye" fault_case coll_kill_survivors fault kill "${ns[1]}" -disable-auto-cleanup -- \
+    coll allreduce -b 1M -e 1M -n 100000 -w 1
+  # 3 ranks, rank 2 killed: rank 0 sees it and tells rank 1 before it ends (both name rank 2).
+  FAULT_NP=3 FAULT_EXPECT="rank 0 lost rank 2 @rank 1 lost rank 2 .*seen by rank 0" fault_case coll_kill_3ranks fault kill "${ns[2]}" -disable-auto-cleanup -- \
     coll allreduce -b 1M -e 1M -n 100000 -w 1
   # Rank 0's engine sees the dead peer and throws; MPI_Finalize is deferred until the
   # error is printed, then runs under a 10 s watchdog (it waits for the dead rank).
@@ -285,10 +335,13 @@ if has kill; then
     kv --block-bytes 1M --blocks 8 -n 1000000
 fi
 if has link; then
-  # Known gaps: with the link down nothing dies; MPI waits on TCP retransmits (~15 min
-  # with tcp_retries2=15) and hydra's control connection is cut too.
-  fault_case coll_link gap link "${ns[1]}" -- coll allreduce -b 1M -e 1M -n 100000 -w 1
-  fault_case remote_link gap link "${ns[1]}" -- remote --transport rma -s 1M -n 1000000 -w 1
+  # With the link down nothing dies and MPI waits on TCP retransmits (~15 min with
+  # tcp_retries2=15): each side's liveness watch hears nothing for XFERBENCH_PEER_TIMEOUT
+  # and ends its rank. hydra's mpiexec keeps waiting on its idle control connection to
+  # the cut-off node (no keepalive), which is reported, not judged.
+  fault_case coll_link fault link "${ns[1]}" -- coll allreduce -b 1M -e 1M -n 100000 -w 1
+  fault_case remote_link fault link "${ns[1]}" -- remote --transport rma -s 1M -n 1000000 -w 1
+  fault_case kv_link fault link "${ns[1]}" -- kv --block-bytes 1M --blocks 8 -n 1000000
 fi
 
 # --- the engine across namespaces -------------------------------------------------

@@ -1,0 +1,94 @@
+#pragma once
+// The ranks watch each other beside MPI, so that a rank killed or cut off
+// mid-run ends the survivors with one error naming it, instead of leaving
+// them waiting in MPI forever (MPICH over UCX has no peer-failure handling).
+//
+// A star of TCP connections: rank 0 (the hub) listens, every other rank
+// connects to it at start-up. Each side sends a heartbeat line every half
+// second from a thread of its own. A peer is lost when its connection closes
+// without a goodbye (the process died: the kernel closes its sockets), when
+// nothing came from it for the timeout (its link is down, or it is stopped),
+// or when it left with an error and this rank is still running a timeout
+// later (it waits for a rank that will not come). The hub relays a loss to
+// the others before it exits, so every rank names the rank that was lost.
+// No MPI here: runtime/mpi_runtime.cpp exchanges the hub's address.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xb {
+
+// XFERBENCH_PEER_TIMEOUT: seconds of silence before a peer is declared lost
+// (default 30; 0 turns the watch off). Throws UsageError on a malformed value.
+double peer_timeout_from_env();
+
+// The judging, pure (tested without sockets): fed the lines peers send and
+// the closing of their connections, each with its time in seconds, it says
+// which peer is lost and why. Lines: "hb", "bye", "bye error", and from the
+// hub "lost PEER<TAB>REASON" (a loss it saw, relayed).
+class PeerWatch {
+ public:
+  struct Lost {
+    std::string peer;    // "rank 1 (node7, 10.0.0.2)"
+    std::string reason;  // "its connection closed without a goodbye (...)"
+    bool relayed = false;  // seen by the hub, not by this rank
+  };
+
+  explicit PeerWatch(double timeout_s) : timeout_s_(timeout_s) {}
+  void add(int rank, std::string name, double now);
+  void on_line(int rank, std::string_view line, double now);
+  void on_closed(int rank, double now);
+  // The first lost peer (in the order added), nullopt while all are well.
+  std::optional<Lost> check(double now) const;
+  double timeout_s() const { return timeout_s_; }
+  // The heartbeat period: a quarter of the timeout, at most half a second.
+  double heartbeat_s() const;
+
+ private:
+  enum class State { live, left, left_error, closed, relayed };
+  struct Peer {
+    int rank = 0;
+    std::string name;
+    State state = State::live;
+    double last = 0;      // when the last line came
+    double changed = 0;   // when the state changed
+    Lost relayed;         // the hub's report (State::relayed)
+  };
+  Peer* find(int rank);
+
+  double timeout_s_;
+  std::vector<Peer> peers_;
+};
+
+// The watch with its sockets and thread.
+class Liveness {
+ public:
+  Liveness(int rank, double timeout_s);
+  ~Liveness();  // leave(true) unless left
+  Liveness(const Liveness&) = delete;
+  Liveness& operator=(const Liveness&) = delete;
+
+  // Hub: opens the listening socket and starts watching; returns the
+  // contact the others need ("PORT NONCE HOST ADDR,ADDR,..."). Throws
+  // RuntimeError when no socket opens.
+  std::string listen();
+  // Other ranks: connects to the hub (each of its addresses in turn, 2 s
+  // each; the hub must answer the hello with the contact's nonce) and starts
+  // watching it. Returns an empty string, or why it could not.
+  std::string connect(const std::string& contact);
+  // This rank is done with its peers: tells them (a goodbye, or that it
+  // leaves with an error), stops watching and closes. Idempotent.
+  void leave(bool error);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes `line` to stderr without stdio (another thread may hold its locks)
+// and without waiting more than a second for a full pipe, then _exit(code).
+[[noreturn]] void exit_now(std::string_view line, int code);
+
+}  // namespace xb

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A lost peer ends the survivors, on one host and without root:
+#   peer_loss.sh XFERBENCH MPIEXEC KIND
+# KIND stopped2: rank 1 of 2 is stopped with SIGSTOP: alive but silent, as a rank
+# behind a link that went down looks; stopped3: rank 2 of 3, and rank 0 must tell
+# rank 1. hydra's clean-up is off (-disable-auto-cleanup) and a stopped rank does
+# not end, so only the liveness watch (XFERBENCH_PEER_TIMEOUT=2) can end the
+# survivors. Passes when each survivor ends within 10 s, with one line naming the
+# lost rank. (A rank killed outright is tested across namespaces, tests/netns/: on
+# one host hydra's proxy kills the survivors itself, racing the watch.)
+set -u
+xb=$(readlink -f "$1"); mpiexec=$2; kind=$3
+tmp=$(mktemp -d /tmp/peer_loss.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+rank_pid() {  # rank_pid R: the xferbench process of rank R started by this script
+  local p
+  for p in $(pgrep -f "$xb coll"); do
+    [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$xb" ] || continue
+    grep -qz "^PMI_RANK=$1\$" "/proc/$p/environ" 2>/dev/null &&
+      grep -qz "^XB_PEER_LOSS=$tmp\$" "/proc/$p/environ" 2>/dev/null && echo "$p"
+  done
+}
+alive() {  # alive PID: running (a zombie its launcher has not reaped yet has ended)
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+fail() { echo "FAIL: $*"; sed 's/^/  | /' "$tmp/err"; exit 1; }
+
+case $kind in
+stopped2) np=2 victim=1 ;;
+stopped3) np=3 victim=2 ;;
+*) echo "unknown kind $kind"; exit 2 ;;
+esac
+timeout=2 deadline=10
+
+timeout -k 5 60 "$mpiexec" -disable-auto-cleanup -n $np -genv XB_PEER_LOSS "$tmp" \
+  -genv XFERBENCH_PEER_TIMEOUT $timeout \
+  "$xb" coll allreduce -b 64K -e 64K -n 10000000 -w 1 >"$tmp/out" 2>"$tmp/err" &
+launcher=$!
+for _ in $(seq 100); do [ -n "$(rank_pid $victim)" ] && [ -n "$(rank_pid 0)" ] && break; sleep 0.1; done
+sleep 2  # past MPI_Init and inside the measurement
+v=$(rank_pid $victim)
+[ -n "$v" ] || fail "rank $victim never started"
+survivors=()
+for r in $(seq 0 $((np - 1))); do [ $r = $victim ] || survivors+=("$(rank_pid $r)"); done
+t0=$(date +%s.%N)
+kill -STOP "$v"
+for _ in $(seq $((deadline * 10))); do
+  alive=0
+  for p in "${survivors[@]}"; do alive "$p" && alive=1; done
+  [ $alive = 0 ] && break
+  sleep 0.1
+done
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+kill -9 "$v" 2>/dev/null  # the stopped rank never ends by itself
+wait $launcher
+rc=$?
+[ $alive = 0 ] || fail "survivors still running ${deadline} s after rank $victim was stopped"
+[ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "mpiexec did not end (exit $rc)"
+for r in $(seq 0 $((np - 1))); do
+  [ $r = $victim ] && continue
+  grep -q "xferbench: error: rank $r lost rank $victim " "$tmp/err" ||
+    fail "rank $r did not name rank $victim"
+done
+grep -q "nothing came from it for" "$tmp/err" || fail "no 'nothing came from it'"
+[ $np = 3 ] && { grep -q "rank 1 lost rank 2 .*(seen by rank 0)" "$tmp/err" || fail "rank 1 did not relay"; }
+echo "PASS $kind: survivors ended ${took} s after rank $victim was stopped (mpiexec exit $rc)"
+sed 's/^/  | /' "$tmp/err" | grep "lost rank"
