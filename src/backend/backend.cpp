@@ -44,6 +44,12 @@ Support Backend::communicator_fits(Runtime&) { return Support::yes(); }
 
 LinkFacts Backend::link_facts(int) const { return {}; }
 
+ClockHolds Backend::clock_holds(int) const {
+  ClockHolds h;
+  h.why = fmt::format("the {} backend has no device clocks to read", name());
+  return h;
+}
+
 std::unique_ptr<Buffer> Backend::allocate_pinned_near(int, Bytes) {
   throw NotSupported(fmt::format("the {} backend cannot place pinned memory on a NUMA node",
                                  name()));

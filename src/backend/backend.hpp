@@ -61,7 +61,19 @@ struct LinkFacts {
   int pcie_width = 0, pcie_max_width = 0;           // lanes
   double mem_clock_khz = 0;                         // device memory clock (peak)
   int mem_bus_bits = 0;                             // device memory bus width
+  int nvlink_links = 0;                             // active NVLinks (NVML)
+  int arch_major = 0, arch_minor = 0;               // compute capability: the NVLink generation
   std::string source;  // where the facts come from ("sysfs 0000:17:00.0, CUDA attributes")
+};
+
+// How long a device's clocks were held down, cumulative since its driver
+// loaded (NVML's violation counters): `doctor` reads them before and after
+// its run. known = false with `why` where the backend has none to read.
+struct ClockHolds {
+  bool known = false;
+  std::string why;
+  double power_s = 0, thermal_s = 0, board_s = 0, reliability_s = 0;  // held below its clocks by
+  double sm_mhz = 0, sm_max_mhz = 0;                                  // now and at most
 };
 
 // A completion marker recorded on a stream; carries the time it completed.
@@ -158,6 +170,8 @@ class Backend {
 
   // The links of `device` as the topology reports them (doctor); default: none.
   virtual LinkFacts link_facts(int device) const;
+  // The clock-hold counters of `device` now (ClockHolds).
+  virtual ClockHolds clock_holds(int device) const;
 
   // gemm-ar's fused GEMM + AllReduce on this backend's devices (seed 002).
   // fused_fits is local (no communication): whether this rank can run

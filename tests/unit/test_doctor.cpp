@@ -25,6 +25,51 @@ TEST(DoctorLinks, SysfsSpeedsAndWhatALinkGives) {
   EXPECT_NEAR(memory_peak_gbps(3201000, 6144), 4917.1, 0.5);
 }
 
+TEST(DoctorLinks, NvlinkRatesAndCounts) {
+  // An H200 / H100 (compute 9.0) behind NVSwitch: 18 links x 25 GB/s per direction,
+  // 450 GB/s raw, 360 GB/s expected of a copy.
+  EXPECT_EQ(nvlink_link_gbps(9, 0), 25);
+  EXPECT_EQ(nvlink_count("NV18 (NVLink x18 via NVSwitch)"), 18);
+  EXPECT_DOUBLE_EQ(*nvlink_count("NV18 (NVLink x18 via NVSwitch)") * nvlink_link_gbps(9, 0) *
+                       kNvlinkEfficiency,
+                   360);
+  EXPECT_EQ(nvlink_link_gbps(8, 0), 25);  // A100: 12 links, 600 GB/s both directions
+  EXPECT_EQ(nvlink_link_gbps(7, 0), 25);  // V100: 6 links, 300 GB/s both directions
+  EXPECT_EQ(nvlink_link_gbps(6, 0), 20);  // P100
+  EXPECT_EQ(nvlink_link_gbps(10, 0), 50);  // B200: 18 links, 1.8 TB/s both directions
+  EXPECT_DOUBLE_EQ(nvlink_link_gbps(8, 6) * 4 * 2, 112.5);  // RTX 3090 bridge
+  EXPECT_EQ(nvlink_link_gbps(8, 9), 0);   // Ada: no NVLink
+  EXPECT_EQ(nvlink_link_gbps(7, 5), 0);   // Turing (bridges not modelled)
+  EXPECT_EQ(nvlink_link_gbps(12, 0), 0);  // consumer Blackwell
+  EXPECT_EQ(nvlink_count("NV4 (NVLink x4)"), 4);
+  EXPECT_FALSE(nvlink_count("NVLink (NVML P2P status; link count unknown)"));
+  EXPECT_FALSE(nvlink_count("PHB (PCIe host bridge)"));
+  EXPECT_FALSE(nvlink_count("NODE (PCIe through the CPU)"));
+  EXPECT_FALSE(nvlink_count("NV"));
+  EXPECT_FALSE(nvlink_count("NV0"));
+  EXPECT_FALSE(nvlink_count(""));
+}
+
+TEST(DoctorClocks, HeldDownTimeAndItsGrade) {
+  // Counters as NVML's violation status gives them (cumulative seconds).
+  const ClockCounters before{120.0, 4.0, 0.0, 0.0};
+  const auto held = clock_held(before, {123.5, 4.5, 0.0, 0.0});
+  ASSERT_TRUE(held);
+  EXPECT_DOUBLE_EQ(held->seconds, 3.5);
+  EXPECT_EQ(held->cause, "power limit");
+  const auto thermal = clock_held(before, {120.0, 12.0, 1.0, 0.0});
+  ASSERT_TRUE(thermal);
+  EXPECT_EQ(thermal->cause, "thermal limit");
+  const auto none = clock_held(before, before);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->seconds, 0);
+  EXPECT_FALSE(clock_held(before, {1.0, 4.0, 0.0, 0.0}));  // the driver reloaded
+  EXPECT_EQ(grade_clock_hold(0.5, 41), Verdict::pass);    // 1 %
+  EXPECT_EQ(grade_clock_hold(3.5, 41), Verdict::warn);    // 9 %
+  EXPECT_EQ(grade_clock_hold(10, 41), Verdict::fail);     // 24 %
+  EXPECT_EQ(grade_clock_hold(1, 0), Verdict::none);
+}
+
 TEST(DoctorGrades, RatiosAndPeers) {
   EXPECT_EQ(grade(0.95), Verdict::pass);
   EXPECT_EQ(grade(0.8), Verdict::pass);

@@ -325,9 +325,21 @@ LinkFacts CudaBackend::link_facts(int device) const {
     f.mem_clock_khz = clock;
     f.mem_bus_bits = bus;
   }
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess) {
+    f.arch_major = major;
+    f.arch_minor = minor;
+  }
   (void)cudaGetLastError();
-  f.source = fmt::format("sysfs {}, CUDA attributes", pci);
+  f.nvlink_links = active_nvlinks(gpu(device));
+  f.source = fmt::format("sysfs {}, CUDA attributes, NVML", pci);
   return f;
+}
+
+ClockHolds CudaBackend::clock_holds(int device) const {
+  check_device(device);
+  return cuda::clock_holds(gpu(device));
 }
 
 Support CudaBackend::fused_fits(Runtime& rt, const FusedConfig& cfg) {

@@ -99,6 +99,7 @@ class CudaBackend final : public Backend {
   // PCIe link from sysfs (by the GPU's PCI address), memory clock and bus
   // width from CUDA attributes.
   LinkFacts link_facts(int device) const override;
+  ClockHolds clock_holds(int device) const override;
   // mmap'd memory bound to the GPU's NUMA node (hwloc), page-locked with
   // cudaHostRegister.
   std::unique_ptr<Buffer> allocate_pinned_near(int device, Bytes size) override;
@@ -132,5 +133,9 @@ void read_numa(std::vector<GpuInfo>& gpus);
 // NVLink counts from NVML when its library loads at run time, else the PCIe
 // path hwloc sees. Slow (NVML start-up): only `topo` asks for it.
 std::vector<std::string> read_links(const std::vector<GpuInfo>& gpus);
+// The GPU's active NVLinks (NVML; 0 without NVML or NVLink).
+int active_nvlinks(const GpuInfo& gpu);
+// Its clock-hold counters now (NVML's violation status).
+ClockHolds clock_holds(const GpuInfo& gpu);
 
 }  // namespace xb::cuda

@@ -42,48 +42,80 @@ struct NvLinks {
   std::vector<char> p2p;                    // row-major: NVML says the pair talks over NVLink
 };
 
+// libnvidia-ml, opened and initialised for one query; `ok` false where the
+// driver's library is missing (a build machine) or does not initialise.
+class Nvml {
+ public:
+  using Device = NvmlDevice;
+  Nvml() {
+    lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) return;
+    using Init = int (*)();
+    auto init = sym<Init>("nvmlInit_v2");
+    shutdown_ = sym<int (*)()>("nvmlShutdown");
+    by_bus_ = sym<int (*)(const char*, NvmlDevice*)>("nvmlDeviceGetHandleByPciBusId_v2");
+    ok_ = init && shutdown_ && by_bus_ && init() == 0;
+  }
+  ~Nvml() {
+    if (ok_) shutdown_();
+    if (lib_) dlclose(lib_);
+  }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+  bool ok() const { return ok_; }
+  // The entry point `name`, or nullptr.
+  template <class F>
+  F sym(const char* name) const {
+    return lib_ ? reinterpret_cast<F>(dlsym(lib_, name)) : nullptr;
+  }
+  NvmlDevice device(const std::string& pci) const {
+    NvmlDevice h = nullptr;
+    return ok_ && by_bus_(pci.c_str(), &h) == 0 ? h : nullptr;
+  }
+
+ private:
+  void* lib_ = nullptr;
+  bool ok_ = false;
+  int (*shutdown_)() = nullptr;
+  int (*by_bus_)(const char*, NvmlDevice*) = nullptr;
+};
+
+// The far ends of a GPU's active NVLinks.
+std::vector<PciAddr> active_links(const Nvml& nvml, NvmlDevice h) {
+  std::vector<PciAddr> out;
+  auto state = nvml.sym<int (*)(NvmlDevice, unsigned, int*)>("nvmlDeviceGetNvLinkState");
+  auto remote =
+      nvml.sym<int (*)(NvmlDevice, unsigned, NvmlPciInfo*)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  if (!h || !state || !remote) return out;
+  for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
+    int active = 0;
+    NvmlPciInfo info{};
+    if (state(h, link, &active) != 0 || active != 1) continue;
+    if (remote(h, link, &info) != 0) continue;
+    out.push_back({info.domain, info.bus, info.device});
+  }
+  return out;
+}
+
 NvLinks nvlink_peers(const std::vector<GpuInfo>& gpus) {
   NvLinks links;
   links.peers.resize(gpus.size());
   links.p2p.assign(gpus.size() * gpus.size(), 0);
-  auto& out = links.peers;
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return links;
-  using Init = int (*)();
-  using ByBus = int (*)(const char*, NvmlDevice*);
-  using State = int (*)(NvmlDevice, unsigned, int*);
-  using Remote = int (*)(NvmlDevice, unsigned, NvmlPciInfo*);
-  using Shutdown = int (*)();
-  auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
-  auto by_bus = reinterpret_cast<ByBus>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-  auto state = reinterpret_cast<State>(dlsym(lib, "nvmlDeviceGetNvLinkState"));
-  auto remote = reinterpret_cast<Remote>(dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
-  auto shutdown = reinterpret_cast<Shutdown>(dlsym(lib, "nvmlShutdown"));
-  using P2p = int (*)(NvmlDevice, NvmlDevice, int, int*);
-  auto p2p = reinterpret_cast<P2p>(dlsym(lib, "nvmlDeviceGetP2PStatus"));
-  if (init && by_bus && state && remote && shutdown && init() == 0) {
-    std::vector<NvmlDevice> handles(gpus.size(), nullptr);
-    for (std::size_t g = 0; g < gpus.size(); ++g) {
-      NvmlDevice& h = handles[g];
-      if (by_bus(gpus[g].pci.c_str(), &h) != 0) continue;
-      for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
-        int active = 0;
-        NvmlPciInfo info{};
-        if (state(h, link, &active) != 0 || active != 1) continue;
-        if (remote(h, link, &info) != 0) continue;
-        out[g].push_back({info.domain, info.bus, info.device});
-      }
-    }
-    for (std::size_t a = 0; p2p && a < gpus.size(); ++a)
-      for (std::size_t b = 0; b < gpus.size(); ++b) {
-        int status = -1;
-        if (a != b && handles[a] && handles[b] &&
-            p2p(handles[a], handles[b], kP2pCapsNvlink, &status) == 0)
-          links.p2p[a * gpus.size() + b] = status == kP2pStatusOk;
-      }
-    shutdown();
+  const Nvml nvml;
+  if (!nvml.ok()) return links;
+  std::vector<NvmlDevice> handles(gpus.size(), nullptr);
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    handles[g] = nvml.device(gpus[g].pci);
+    links.peers[g] = active_links(nvml, handles[g]);
   }
-  dlclose(lib);
+  auto p2p = nvml.sym<int (*)(NvmlDevice, NvmlDevice, int, int*)>("nvmlDeviceGetP2PStatus");
+  for (std::size_t a = 0; p2p && a < gpus.size(); ++a)
+    for (std::size_t b = 0; b < gpus.size(); ++b) {
+      int status = -1;
+      if (a != b && handles[a] && handles[b] &&
+          p2p(handles[a], handles[b], kP2pCapsNvlink, &status) == 0)
+        links.p2p[a * gpus.size() + b] = status == kP2pStatusOk;
+    }
   return links;
 }
 
@@ -174,6 +206,50 @@ std::vector<std::string> read_links(const std::vector<GpuInfo>& gpus) {
     }
   }
   return links;
+}
+
+int active_nvlinks(const GpuInfo& gpu) {
+  const Nvml nvml;
+  return static_cast<int>(active_links(nvml, nvml.device(gpu.pci)).size());
+}
+
+ClockHolds clock_holds(const GpuInfo& gpu) {
+  ClockHolds out;
+  const Nvml nvml;
+  if (!nvml.ok()) {
+    out.why = "NVML (libnvidia-ml.so.1) is not available: clocks not read";
+    return out;
+  }
+  const NvmlDevice h = nvml.device(gpu.pci);
+  struct Violation {  // nvmlViolationTime_t
+    unsigned long long reference_us, violation_ns;
+  };
+  auto status = nvml.sym<int (*)(NvmlDevice, int, Violation*)>("nvmlDeviceGetViolationStatus");
+  if (!h || !status) {
+    out.why = fmt::format("NVML has no violation counters for {}", gpu.pci);
+    return out;
+  }
+  // nvmlPerfPolicyType_t: POWER 0, THERMAL 1, BOARD_LIMIT 3, RELIABILITY 5.
+  const std::pair<int, double*> policies[] = {
+      {0, &out.power_s}, {1, &out.thermal_s}, {3, &out.board_s}, {5, &out.reliability_s}};
+  int read = 0;
+  for (const auto& [policy, to] : policies) {
+    Violation v{};
+    if (status(h, policy, &v) != 0) continue;
+    *to = static_cast<double>(v.violation_ns) / 1e9;
+    ++read;
+  }
+  if (read == 0) {
+    out.why = fmt::format("NVML reads no violation counter on {} (not supported)", gpu.pci);
+    return out;
+  }
+  using Clock = int (*)(NvmlDevice, int, unsigned*);
+  unsigned now = 0, max = 0;  // nvmlClockType_t NVML_CLOCK_SM = 1
+  if (auto c = nvml.sym<Clock>("nvmlDeviceGetClockInfo"); c && c(h, 1, &now) == 0) out.sm_mhz = now;
+  if (auto c = nvml.sym<Clock>("nvmlDeviceGetMaxClockInfo"); c && c(h, 1, &max) == 0)
+    out.sm_max_mhz = max;
+  out.known = true;
+  return out;
 }
 
 }  // namespace xb::cuda

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 namespace xb {
 
@@ -51,6 +53,50 @@ std::string pcie_generation(double gts) {
 
 double memory_peak_gbps(double clock_khz, int bus_bits) {
   return 2.0 * clock_khz * 1e3 * bus_bits / 8.0 / 1e9;
+}
+
+double nvlink_link_gbps(int major, int minor) {
+  switch (major) {
+    case 6:
+      return minor == 0 ? 20 : 0;
+    case 7:
+      return minor == 0 || minor == 2 ? 25 : 0;  // V100; Xavier 7.2 has none (7.5: Turing)
+    case 8:
+      return minor == 0 ? 25 : minor == 6 ? 14.0625 : 0;  // A100; GA102 bridges; 8.7/8.9 none
+    case 9:
+      return minor == 0 ? 25 : 0;
+    case 10:
+      return 50;
+    default:
+      return 0;
+  }
+}
+
+std::optional<int> nvlink_count(const std::string& link_type) {
+  if (link_type.rfind("NV", 0) != 0 || link_type.size() < 3 ||
+      !std::isdigit(static_cast<unsigned char>(link_type[2])))
+    return std::nullopt;
+  const int n = std::atoi(link_type.c_str() + 2);
+  return n > 0 ? std::optional<int>(n) : std::nullopt;
+}
+
+std::optional<ClockHeld> clock_held(const ClockCounters& b, const ClockCounters& a) {
+  const std::pair<double, const char*> d[] = {{a.power_s - b.power_s, "power limit"},
+                                              {a.thermal_s - b.thermal_s, "thermal limit"},
+                                              {a.board_s - b.board_s, "board limit"},
+                                              {a.reliability_s - b.reliability_s, "reliability"}};
+  ClockHeld worst;
+  for (const auto& [delta, cause] : d) {
+    if (delta < 0) return std::nullopt;
+    if (delta > worst.seconds || worst.cause.empty()) worst = {delta, cause};
+  }
+  return worst;
+}
+
+Verdict grade_clock_hold(double held_s, double run_s) {
+  if (!(run_s > 0)) return Verdict::none;
+  const double f = held_s / run_s;
+  return f < 0.02 ? Verdict::pass : f < 0.20 ? Verdict::warn : Verdict::fail;
 }
 
 std::vector<double> peer_ratios(const std::vector<double>& values) {

@@ -46,6 +46,36 @@ std::string pcie_generation(double gts);
 // Peak GB/s of device memory: double data rate x clock x bus width.
 double memory_peak_gbps(double clock_khz, int bus_bits);
 
+// NVLink: what a copy engine moves over it in practice, of the links'
+// per-direction rate (nvbandwidth's device-to-device copies over NVSwitch
+// on 8-GPU H100/A100 systems: about 80-85 %).
+inline constexpr double kNvlinkEfficiency = 0.80;
+
+// GB/s per NVLink per direction, from the GPU architecture (compute
+// capability; NVIDIA's datasheets): Pascal 6.0 (NVLink 1) 20, Volta 7.0 and
+// Ampere 8.0 (NVLink 2, 3) 25, Ampere 8.6 (NVLink 3 bridge: 4 links, 112.5
+// GB/s both directions together) 14.0625, Hopper 9.0 (NVLink 4) 25, Blackwell 10.x
+// (NVLink 5) 50; 0 for an architecture without NVLink or not known here.
+double nvlink_link_gbps(int arch_major, int arch_minor);
+// The NVLink count a link description starts with ("NV18 (NVLink x18 via
+// NVSwitch)" -> 18); nullopt for PCIe paths and "NVLink" without a count.
+std::optional<int> nvlink_count(const std::string& link_type);
+
+// Seconds a device's clocks were held down during a run, from its
+// clock-hold counters before and after: the largest of the causes (they
+// overlap), with its name ("power limit", "thermal limit", "board limit",
+// "reliability"). Negative deltas (the driver reloaded) give nullopt.
+struct ClockHeld {
+  double seconds = 0;
+  std::string cause;
+};
+struct ClockCounters {
+  double power_s = 0, thermal_s = 0, board_s = 0, reliability_s = 0;
+};
+std::optional<ClockHeld> clock_held(const ClockCounters& before, const ClockCounters& after);
+// held / run: < 2 % pass, < 20 % warn, else fail.
+Verdict grade_clock_hold(double held_s, double run_s);
+
 // Peers: `values` of one kind (one per device, or per pair of one link
 // class): each one's ratio to the reference of the group: the median with
 // 3 or more members, the best with 2. Empty for fewer than 2.

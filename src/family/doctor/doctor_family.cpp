@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -43,8 +44,13 @@ inline constexpr FieldKey<std::string> unit{"unit"};
 inline constexpr FieldKey<std::string> why{"why"};
 }  // namespace doctor_field
 
-const std::vector<std::string> kChecks = {"bandwidth", "link",   "direction", "duplex", "numa",
-                                          "devices",   "pairs",  "latency",   "engine", "noise"};
+const std::vector<std::string> kChecks = {"bandwidth", "link",    "direction", "duplex",
+                                          "numa",      "devices", "pairs",     "latency",
+                                          "engine",    "noise",   "clocks"};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 struct Plan {
   std::string depth = "default";  // quick, default, full
@@ -100,6 +106,9 @@ class Doctor {
       : be_(be), plan_(plan), checks_(checks), progress_(progress) {}
 
   std::vector<Finding> run() {
+    const double t0 = now_s();
+    if (on("clocks"))
+      for (const auto& d : be_.devices()) holds_before_.push_back(be_.clock_holds(d.id));
     reference_ = memcpy_reference(plan_.size, online_cores());
     measure_copies();
     if (on("bandwidth")) bandwidth();
@@ -112,6 +121,7 @@ class Doctor {
     if (on("latency")) latency();
     if (on("engine")) engine();
     if (on("noise")) noise();
+    if (on("clocks")) clocks(now_s() - t0);
     return findings_;
   }
   double reference() const { return reference_; }
@@ -167,8 +177,35 @@ class Doctor {
                           "reads and writes: half, x {:.2f} efficiency",
                           peak, f.mem_clock_khz / 1e3, f.mem_bus_bits, kMemoryCopyEfficiency)};
     }
-    return {0, "no expected figure for p2p: NVLink/HCCS speeds are not read in this version; "
-               "compared with the other pairs of its link class instead"};
+    return p2p_expected(r);
+  }
+
+  // A pair over NVLink: its links x the per-link rate of the architecture;
+  // over PCIe: the slower of the two devices' links.
+  std::pair<double, std::string> p2p_expected(const Record& r) const {
+    const std::string type = be_.link_type(r.src, r.dst);
+    const LinkFacts a = be_.link_facts(r.src), b = be_.link_facts(r.dst);
+    if (const auto n = nvlink_count(type)) {
+      const double per = nvlink_link_gbps(a.arch_major, a.arch_minor);
+      if (per <= 0)
+        return {0, fmt::format("no expected figure: {} on an architecture ({}.{}) whose NVLink "
+                               "rate is not known here; compared with the other pairs instead",
+                               type, a.arch_major, a.arch_minor)};
+      return {*n * per * kNvlinkEfficiency,
+              fmt::format("{}: {} links x {:g} GB/s per direction (compute {}.{}) x {:.2f} "
+                          "efficiency",
+                          type, *n, per, a.arch_major, a.arch_minor, kNvlinkEfficiency)};
+    }
+    const auto ga = parse_link_speed(a.pcie_current_speed), gb = parse_link_speed(b.pcie_current_speed);
+    if (!ga || !gb || a.pcie_width <= 0 || b.pcie_width <= 0)
+      return {0, fmt::format("no expected figure for p2p over {}: the links are not reported; "
+                             "compared with the other pairs of its link class instead",
+                             type.empty() ? std::string("this path") : type)};
+    const double raw = std::min(pcie_lane_gbps(*ga) * a.pcie_width, pcie_lane_gbps(*gb) * b.pcie_width);
+    return {raw * kPcieEfficiency,
+            fmt::format("{}: the slower of the two PCIe links ({:.1f} GB/s raw per direction) x "
+                        "{:.2f} efficiency",
+                        type, raw, kPcieEfficiency)};
   }
 
   // Host copies run on fewer workers than the reference's cores: a looser grade.
@@ -443,6 +480,46 @@ class Doctor {
     }
   }
 
+  // Clocks held down by power, thermal, board or reliability limits during
+  // the run: the figures above are then below what the links give.
+  void clocks(double run_s) {
+    for (std::size_t i = 0; i < be_.devices().size() && i < holds_before_.size(); ++i) {
+      const int id = be_.devices()[i].id;
+      const ClockHolds& b = holds_before_[i];
+      const ClockHolds a = be_.clock_holds(id);
+      Finding f{"clocks", fmt::format("device {}", id), Verdict::none, 0, 0, "s held", ""};
+      if (!b.known || !a.known) {
+        f.why = fmt::format("not read: {}", !a.why.empty() ? a.why : b.why);
+        add(f);
+        continue;
+      }
+      const auto counters = [](const ClockHolds& h) {
+        return ClockCounters{h.power_s, h.thermal_s, h.board_s, h.reliability_s};
+      };
+      const auto held = clock_held(counters(b), counters(a));
+      if (!held) {
+        f.why = "the clock-hold counters went back during the run (driver reloaded): re-run";
+        add(f);
+        continue;
+      }
+      f.measured = held->seconds;
+      f.verdict = grade_clock_hold(held->seconds, run_s);
+      const std::string clock =
+          a.sm_max_mhz > 0 ? fmt::format("; SM clock {:.0f} of {:.0f} MHz at the end", a.sm_mhz,
+                                         a.sm_max_mhz)
+                           : std::string();
+      f.why = f.verdict == Verdict::pass
+                  ? fmt::format("clocks not held down during the {:.0f} s run{}", run_s, clock)
+                  : fmt::format("clocks held down by its {} for {:.1f} s of the {:.0f} s run "
+                                "({:.0f} %){}: the figures above are below what its links "
+                                "give; check cooling and power limits (nvidia-smi -q -d "
+                                "PERFORMANCE)",
+                                held->cause, held->seconds, run_s, 100 * held->seconds / run_s,
+                                clock);
+      add(f);
+    }
+  }
+
   void noise() {
     int noisy = 0;
     double worst = 0;
@@ -464,6 +541,7 @@ class Doctor {
   std::set<std::string> checks_;
   Progress progress_;
   double reference_ = 0;
+  std::vector<ClockHolds> holds_before_;
   std::vector<Record> copies_;
   std::vector<Finding> findings_;
 };
@@ -661,8 +739,10 @@ class DoctorFamily final : public Family {
     app.footer(R"(Measures h2d, d2h and d2d per device with both methods, the p2p matrix, a 4 KiB
 latency and the engine on loopback, then holds each figure against what its
 link should give: PCIe generation x width (sysfs), device memory clock x bus
-width, the host's memcpy on all cores; compares directions, devices and pairs
-of one link class; flags noisy measurements. Exit 1 when a check fails.
+width, NVLink count x per-link rate (NVML), the host's memcpy on all cores;
+compares directions, devices and pairs of one link class; flags noisy
+measurements and clocks held down by power or thermal limits (NVML). Exit 1
+when a check fails.
 Examples:
   xferbench doctor
   xferbench doctor --quick --format json -o doctor.json
