@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,7 +19,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -54,10 +57,21 @@ void PeerWatch::add(int rank, std::string name, double now) {
   peers_.push_back(std::move(p));
 }
 
+bool PeerWatch::has(int rank) const {
+  return std::any_of(peers_.begin(), peers_.end(), [&](const Peer& p) { return p.rank == rank; });
+}
+
+void PeerWatch::remove(int rank) {
+  peers_.erase(std::remove_if(peers_.begin(), peers_.end(),
+                              [&](const Peer& p) { return p.rank == rank; }),
+               peers_.end());
+}
+
 void PeerWatch::on_line(int rank, std::string_view line, double now) {
   Peer* p = find(rank);
   if (!p) return;
   p->last = now;
+  p->heard = true;
   if (p->state != State::live) return;  // the first word that ends a peer stays
   if (line == "bye") {
     p->state = State::left;
@@ -79,6 +93,10 @@ void PeerWatch::on_line(int rank, std::string_view line, double now) {
 void PeerWatch::on_closed(int rank, double now) {
   Peer* p = find(rank);
   if (!p || p->state != State::live) return;
+  if (!p->heard) {  // a handshake the peer gave up
+    remove(rank);
+    return;
+  }
   p->state = State::closed;
   p->changed = now;
 }
@@ -88,16 +106,17 @@ std::optional<PeerWatch::Lost> PeerWatch::check(double now) const {
     switch (p.state) {
       case State::live:
         if (now - p.last > timeout_s_)
-          return Lost{p.name,
+          return Lost{p.rank, p.name,
                       fmt::format("nothing came from it for {:.1f} s: its link is down, or it is "
                                   "stopped (XFERBENCH_PEER_TIMEOUT={:g})",
                                   now - p.last, timeout_s_)};
         break;
       case State::closed:
-        return Lost{p.name, "its connection closed without a goodbye: the process died or was killed"};
+        return Lost{p.rank, p.name,
+                    "its connection closed without a goodbye: the process died or was killed"};
       case State::left_error:
         if (now - p.changed > timeout_s_)
-          return Lost{p.name, fmt::format("it ended with an error {:.0f} s ago and this rank still "
+          return Lost{p.rank, p.name, fmt::format("it ended with an error {:.0f} s ago and this rank still "
                                           "runs: it waits for a rank that left",
                                           now - p.changed)};
         break;
@@ -114,7 +133,11 @@ double PeerWatch::heartbeat_s() const { return std::min(0.5, timeout_s_ / 4); }
 
 // --- writing without stdio -----------------------------------------------------------
 
-void exit_now(std::string_view line, int code) {
+void write_now(std::string_view line) {
+  sigset_t pipe;  // a reader that is gone: EPIPE, not death by signal
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   pollfd p{STDERR_FILENO, POLLOUT, 0};
   std::size_t done = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -124,6 +147,10 @@ void exit_now(std::string_view line, int code) {
     if (n < 0 && errno != EINTR && errno != EAGAIN) break;
     if (n > 0) done += static_cast<std::size_t>(n);
   }
+}
+
+void exit_now(std::string_view line, int code) {
+  write_now(line);
   _exit(code);
 }
 
@@ -238,9 +265,8 @@ int dial(const std::string& addr, int port, std::string& why) {
   return fd;
 }
 
-// Waits up to `ms` for one line on fd.
-bool read_line(int fd, std::string& line, int ms) {
-  std::string buf;
+// Waits up to `ms` for one line on fd; what came after it stays in `buf`.
+bool read_line(int fd, std::string& buf, std::string& line, int ms) {
   std::vector<std::string> lines;
   const double until = now_s() + ms / 1e3;
   while (lines.empty()) {
@@ -251,7 +277,26 @@ bool read_line(int fd, std::string& line, int ms) {
     if (!read_lines(fd, buf, lines)) return false;
   }
   line = lines.front();
+  for (std::size_t i = lines.size(); i-- > 1;) buf.insert(0, lines[i] + "\n");
   return true;
+}
+
+// Ends our side cleanly: the peer reads everything sent before end-of-stream
+// (a close with unread data would send a reset, which may destroy it in
+// flight). Drains what came, waiting for the peer's own end until `until`.
+void close_after(int fd, double until) {
+  ::shutdown(fd, SHUT_WR);
+  char tmp[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, tmp, sizeof tmp, MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) break;
+    const double left = until - now_s();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(left * 1e3) + 1);
+  }
+  ::close(fd);
 }
 
 }  // namespace
@@ -259,12 +304,14 @@ bool read_line(int fd, std::string& line, int ms) {
 struct Liveness::Impl {
   struct Conn {
     int fd = -1;
-    int rank = -1;  // -1 until its hello (hub side)
+    int rank = -1;  // -1 until its hello (hub side); kReplaced: the rank came again
     double opened = 0;
     std::string buf;
   };
+  static constexpr int kReplaced = -2;
+  static constexpr std::size_t kMaxPending = 64;  // connections without a hello yet
 
-  int rank;
+  int rank, size;
   PeerWatch watch;
   std::string host = host_name();
   std::string nonce;
@@ -273,19 +320,24 @@ struct Liveness::Impl {
   std::thread thread;
   std::atomic<bool> stop{false};
   bool left = false;
+  double started = 0, accept_paused_until = 0;
+  std::set<int> joined;
+  bool warned = false;
 
-  Impl(int r, double t) : rank(r), watch(t) {}
+  Impl(int r, int n, double t) : rank(r), size(n), watch(t) {}
 
   void run() {
     double next_beat = 0;
     while (!stop.load()) {
       std::vector<pollfd> fds;
-      if (listen_fd >= 0) fds.push_back({listen_fd, POLLIN, 0});
+      const bool accepting = listen_fd >= 0 && now_s() >= accept_paused_until;
+      if (accepting) fds.push_back({listen_fd, POLLIN, 0});
       for (const auto& c : conns) fds.push_back({c.fd, POLLIN, 0});
       ::poll(fds.data(), fds.size(), 100);
       const double now = now_s();
-      if (listen_fd >= 0 && (fds[0].revents & POLLIN)) take_connections(now);
+      if (accepting && (fds[0].revents & POLLIN)) take_connections(now);
       serve(now);
+      if (listen_fd >= 0 && !warned && now - started > watch.timeout_s()) warn_missing();
       if (now >= next_beat) {
         for (const auto& c : conns)
           if (c.rank >= 0) send_line(c.fd, "hb\n");
@@ -298,7 +350,16 @@ struct Liveness::Impl {
   void take_connections(double now) {
     for (;;) {
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;
+      if (fd < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          accept_paused_until = now + 1;  // out of descriptors: do not spin on the listener
+        return;
+      }
+      const auto pending = std::count_if(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
+      if (static_cast<std::size_t>(pending) >= kMaxPending) {  // a flood, not our ranks
+        ::close(fd);
+        continue;
+      }
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       conns.push_back({fd, -1, now, {}});
@@ -310,17 +371,19 @@ struct Liveness::Impl {
     for (std::size_t i = 0; i < conns.size();) {
       Conn& c = conns[i];
       std::vector<std::string> lines;
-      const bool open = read_lines(c.fd, c.buf, lines);
-      bool drop = !open;
+      bool drop = c.rank == kReplaced || !read_lines(c.fd, c.buf, lines);
       for (const auto& l : lines) {
+        if (c.rank == kReplaced) break;
         if (c.rank < 0) {
-          drop = !hello(c, l, now);
-          if (drop) break;
+          if (!hello(c, l, now)) {
+            drop = true;
+            break;
+          }
         } else {
           watch.on_line(c.rank, l, now);
         }
       }
-      if (c.rank < 0 && now - c.opened > 5) drop = true;  // no hello: not one of ours
+      if (c.rank == -1 && now - c.opened > 5) drop = true;  // no hello: not one of ours
       if (drop) {
         if (c.rank >= 0) watch.on_closed(c.rank, now);
         ::close(c.fd);
@@ -331,24 +394,47 @@ struct Liveness::Impl {
     }
   }
 
-  // "hello RANK HOST NONCE": a rank of this run joins.
+  // "hello RANK HOST NONCE": a rank of this run joins. A rank that comes
+  // again gave up its first try: that connection is dropped unjudged.
   bool hello(Conn& c, const std::string& line, double now) {
     std::istringstream in(line);
     std::string word, h, n;
     int r = -1;
-    if (!(in >> word >> r >> h >> n) || word != "hello" || n != nonce || r <= 0) return false;
+    if (!(in >> word >> r >> h >> n) || word != "hello" || n != nonce || r <= 0 || r >= size)
+      return false;
+    if (watch.has(r)) {
+      for (auto& old : conns)
+        if (old.rank == r) old.rank = kReplaced;
+      watch.remove(r);
+    }
+    joined.insert(r);
     c.rank = r;
     watch.add(r, fmt::format("rank {} ({}, {})", r, h, peer_address(c.fd)), now);
     send_line(c.fd, "welcome\n");
     return true;
   }
 
-  // A peer is lost: the hub tells the others first, then this rank ends.
+  void warn_missing() {
+    warned = true;
+    std::string missing;
+    for (int r = 1; r < size; ++r)
+      if (!joined.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    if (!missing.empty())
+      write_now(fmt::format("xferbench: warning: rank(s) {} did not join the liveness watch within "
+                            "{:g} s: should they fail, rank 0 will not notice\n",
+                            missing, watch.timeout_s()));
+  }
+
+  // A peer is lost: the hub tells the others first (and waits up to a
+  // second for them to read it), then this rank ends.
   [[noreturn]] void end_run(const PeerWatch::Lost& lost) {
     if (rank == 0 && !lost.relayed) {
       const std::string relay = fmt::format("lost {}\t{}\n", lost.peer, lost.reason);
       for (const auto& c : conns)
-        if (c.rank >= 0) send_line(c.fd, relay);
+        if (c.rank >= 0 && c.rank != lost.rank) send_line(c.fd, relay);
+      const double until = now_s() + 1;
+      for (const auto& c : conns)
+        if (c.rank >= 0 && c.rank != lost.rank) close_after(c.fd, until);
     }
     exit_now(fmt::format("xferbench: error: rank {} lost {}{}: {}\n", rank, lost.peer,
                          lost.relayed ? " (seen by rank 0)" : "", lost.reason),
@@ -356,7 +442,8 @@ struct Liveness::Impl {
   }
 };
 
-Liveness::Liveness(int rank, double timeout_s) : impl_(std::make_unique<Impl>(rank, timeout_s)) {}
+Liveness::Liveness(int rank, int size, double timeout_s)
+    : impl_(std::make_unique<Impl>(rank, size, timeout_s)) {}
 
 Liveness::~Liveness() { leave(true); }
 
@@ -379,29 +466,35 @@ std::string Liveness::listen() {
   m.nonce = fmt::format("{:08x}{:08x}", rd(), rd());
   std::string addrs;
   for (const auto& s : local_addresses()) addrs += (addrs.empty() ? "" : ",") + s;
+  m.started = now_s();
   m.thread = std::thread([&m] { m.run(); });
-  return fmt::format("{} {} {} {}", ntohs(a.sin_port), m.nonce, m.host, addrs);
+  return fmt::format("{} {} {:g} {} {}", ntohs(a.sin_port), m.nonce, m.watch.timeout_s(), m.host,
+                     addrs);
 }
 
 std::string Liveness::connect(const std::string& contact) {
   auto& m = *impl_;
   std::istringstream in(contact);
   int port = 0;
+  double timeout = 0;
   std::string hub_host, addrs;
-  if (!(in >> port >> m.nonce >> hub_host >> addrs)) return "malformed contact '" + contact + "'";
+  if (!(in >> port >> m.nonce >> timeout >> hub_host >> addrs) || !(timeout > 0))
+    return "malformed contact '" + contact + "'";
+  m.watch.set_timeout(timeout);
   std::string why;
   std::istringstream list(addrs);
   for (std::string addr; std::getline(list, addr, ',');) {
     const int fd = dial(addr, port, why);
     if (fd < 0) continue;
     send_line(fd, fmt::format("hello {} {} {}\n", m.rank, m.host, m.nonce));
-    std::string line;
-    if (!read_line(fd, line, 2000) || line != "welcome") {
+    std::string buf, line;
+    if (!read_line(fd, buf, line, 5000) || line != "welcome") {
       why = fmt::format("{}:{}: no welcome from rank 0", addr, port);
       ::close(fd);
       continue;
     }
-    m.conns.push_back({fd, 0, now_s(), {}});
+    send_line(fd, "hb\n");  // at once: the hub tells a joined rank from a handshake given up
+    m.conns.push_back({fd, 0, now_s(), buf});
     m.watch.add(0, fmt::format("rank 0 ({}, {})", hub_host, addr), now_s());
     m.thread = std::thread([&m] { m.run(); });
     return {};
@@ -418,7 +511,7 @@ void Liveness::leave(bool error) {
   if (m.thread.joinable()) m.thread.join();
   for (const auto& c : m.conns) {
     if (c.rank >= 0) send_line(c.fd, error ? "bye error\n" : "bye\n");
-    ::close(c.fd);
+    close_after(c.fd, 0);
   }
   m.conns.clear();
   if (m.listen_fd >= 0) ::close(m.listen_fd);

@@ -31,14 +31,21 @@ double peer_timeout_from_env();
 class PeerWatch {
  public:
   struct Lost {
+    int rank = -1;       // the lost rank (-1: relayed, known by name only)
     std::string peer;    // "rank 1 (node7, 10.0.0.2)"
     std::string reason;  // "its connection closed without a goodbye (...)"
     bool relayed = false;  // seen by the hub, not by this rank
   };
 
   explicit PeerWatch(double timeout_s) : timeout_s_(timeout_s) {}
+  void set_timeout(double timeout_s) { timeout_s_ = timeout_s; }
   void add(int rank, std::string name, double now);
+  bool has(int rank) const;
+  void remove(int rank);
   void on_line(int rank, std::string_view line, double now);
+  // A connection that closes before its first line was a handshake the
+  // peer gave up (it did not get the welcome in time and tries another
+  // address): the peer is forgotten, not lost.
   void on_closed(int rank, double now);
   // The first lost peer (in the order added), nullopt while all are well.
   std::optional<Lost> check(double now) const;
@@ -54,6 +61,7 @@ class PeerWatch {
     State state = State::live;
     double last = 0;      // when the last line came
     double changed = 0;   // when the state changed
+    bool heard = false;   // a line came after the hello
     Lost relayed;         // the hub's report (State::relayed)
   };
   Peer* find(int rank);
@@ -65,18 +73,21 @@ class PeerWatch {
 // The watch with its sockets and thread.
 class Liveness {
  public:
-  Liveness(int rank, double timeout_s);
+  // `timeout_s` counts on the hub only: the others take the hub's.
+  Liveness(int rank, int size, double timeout_s);
   ~Liveness();  // leave(true) unless left
   Liveness(const Liveness&) = delete;
   Liveness& operator=(const Liveness&) = delete;
 
   // Hub: opens the listening socket and starts watching; returns the
-  // contact the others need ("PORT NONCE HOST ADDR,ADDR,..."). Throws
-  // RuntimeError when no socket opens.
+  // contact the others need ("PORT NONCE TIMEOUT HOST ADDR,ADDR,..."). Throws
+  // RuntimeError when no socket opens. A rank that has not joined a
+  // timeout later is named in a warning on stderr.
   std::string listen();
-  // Other ranks: connects to the hub (each of its addresses in turn, 2 s
-  // each; the hub must answer the hello with the contact's nonce) and starts
-  // watching it. Returns an empty string, or why it could not.
+  // Other ranks: connects to the hub (each of its addresses in turn, 2 s to
+  // connect and 5 s for the hub to answer the hello with the contact's
+  // nonce), takes its timeout and starts watching it. Returns an empty
+  // string, or why it could not.
   std::string connect(const std::string& contact);
   // This rank is done with its peers: tells them (a goodbye, or that it
   // leaves with an error), stops watching and closes. Idempotent.
@@ -87,8 +98,10 @@ class Liveness {
   std::unique_ptr<Impl> impl_;
 };
 
-// Writes `line` to stderr without stdio (another thread may hold its locks)
-// and without waiting more than a second for a full pipe, then _exit(code).
+// Writes `line` to stderr without stdio (another thread may hold its locks),
+// without waiting more than a second for a full pipe and without SIGPIPE.
+void write_now(std::string_view line);
+// write_now(line), then _exit(code).
 [[noreturn]] void exit_now(std::string_view line, int code);
 
 }  // namespace xb

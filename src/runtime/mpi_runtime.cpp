@@ -144,7 +144,10 @@ class MpiWindow final : public Window {
 class MpiRuntime final : public Runtime {
  public:
   MpiRuntime() {
-    const double peer_timeout = peer_timeout_from_env();  // bad input: before MPI starts
+    // Bad input is refused by every rank before MPI starts; rank 0's
+    // XFERBENCH_PEER_TIMEOUT governs (the others take it from its contact,
+    // so every rank takes the same collective path).
+    const double peer_timeout = peer_timeout_from_env();
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
@@ -163,7 +166,7 @@ class MpiRuntime final : public Runtime {
     int all_local = node_size == size_ ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     single_host_ = all_local == 1;
-    if (owns_ && size_ > 1 && peer_timeout > 0) watch_peers(peer_timeout);
+    if (owns_ && size_ > 1) watch_peers(peer_timeout);
   }
   ~MpiRuntime() override {
     if (owns_ && std::uncaught_exceptions() > 0) {  // main prints the error first
@@ -227,10 +230,11 @@ class MpiRuntime final : public Runtime {
  private:
   // The liveness watch (runtime/liveness.hpp): rank 0's contact goes to the
   // others by broadcast; a rank that cannot reach it runs unwatched, and says so.
+  // Collective on every rank; timeout_s counts on rank 0 (0: no watch).
   void watch_peers(double timeout_s) {
-    live_ = std::make_unique<Liveness>(rank_, timeout_s);
+    live_ = std::make_unique<Liveness>(rank_, size_, timeout_s);
     std::string contact;
-    if (rank_ == 0) {
+    if (rank_ == 0 && timeout_s > 0) {
       try {
         contact = live_->listen();
       } catch (const RuntimeError& e) {
