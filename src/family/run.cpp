@@ -130,12 +130,20 @@ ThreadCounts parse_thread_counts(const std::string& text, int max) {
     c.sweep = true;
     return c;
   }
+  c.values = parse_count_list("--threads", text, max, "4, 1,2,4 or sweep");
+  return c;
+}
+
+std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
+                                  const std::string& example) {
+  std::vector<int> out;
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     if (item.empty())
-      throw UsageError(fmt::format("--threads '{}': an empty item (a list is like 1,2,4)", text));
+      throw UsageError(
+          fmt::format("{} '{}': an empty item (a list is like 1,2,4)", option, text));
     std::size_t used = 0;
     long v = -1;
     try {
@@ -144,14 +152,14 @@ ThreadCounts parse_thread_counts(const std::string& text, int max) {
       used = 0;
     }
     if (used != item.size() || item[0] == '+' || item[0] == '-' || v < 1)
-      throw UsageError(fmt::format(
-          "--threads '{}': '{}' is not a positive count (give 4, 1,2,4 or sweep)", text, item));
-    if (v > max) throw UsageError(fmt::format("--threads {}: more than the {} allowed", item, max));
-    c.values.push_back(static_cast<int>(v));
+      throw UsageError(fmt::format("{} '{}': '{}' is not a positive count (give {})", option,
+                                   text, item, example));
+    if (v > max) throw UsageError(fmt::format("{} {}: more than the {} allowed", option, item, max));
+    out.push_back(static_cast<int>(v));
     if (comma == text.size()) break;
     start = comma + 1;
   }
-  return c;
+  return out;
 }
 
 std::vector<int> thread_sweep(int cores, const std::string& backend) {

@@ -101,6 +101,11 @@ std::string join_numbers(const std::vector<T>& values) {
   for (const T& v : values) s += (s.empty() ? "" : ",") + std::to_string(v);
   return s;
 }
+// `option` (e.g. "--blocks") given `text`, a comma list of counts in
+// 1..max. UsageError for an empty item, a non-number or a count out of
+// range; `example` shows a good value in the message.
+std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
+                                  const std::string& example);
 // --threads: one count, a comma list ("1,2,4"), or "sweep" (powers of two
 // up to the device's cores, resolved once the backend is known). Throws
 // UsageError for an empty item, a non-number, or a count outside 1..max.

@@ -193,19 +193,8 @@ Examples:
     cfg_.check = !run_.no_check;
     cfg_.dtype = dtype_.empty() ? DType::float32 : parse_one_dtype(dtype_);
     cfg_.comm_blocks.clear();
-    for (const auto& v : split_list(comm_blocks_)) {
-      int n = 0;
-      try {
-        std::size_t used = 0;
-        n = std::stoi(v, &used);
-        if (used != v.size()) n = 0;
-      } catch (const std::exception&) {
-        n = 0;
-      }
-      if (n < 1)
-        throw UsageError(fmt::format("--comm-blocks '{}': a positive count or a list of them", v));
-      cfg_.comm_blocks.push_back(n);
-    }
+    if (!comm_blocks_.empty())  // beyond the device's SMs is refused once the device is known
+      cfg_.comm_blocks = parse_count_list("--comm-blocks", comm_blocks_, 1 << 20, "16 or 4,16,64");
     device_options_ = false;
     for (const CLI::Option* o : device_opts_) device_options_ = device_options_ || o->count() > 0;
     Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& be) {

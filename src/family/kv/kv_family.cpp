@@ -14,24 +14,6 @@
 namespace xb {
 namespace {
 
-std::vector<int> parse_blocks(const std::string& text) {
-  std::vector<int> out;
-  for (const auto& b : split_list(text)) {
-    int v = 0;
-    try {
-      std::size_t used = 0;
-      v = std::stoi(b, &used);
-      if (used != b.size()) v = 0;
-    } catch (const std::exception&) {
-      v = 0;
-    }
-    if (v < 1 || v > 100000)
-      throw UsageError(fmt::format("--blocks: '{}' is not a positive block count", b));
-    out.push_back(v);
-  }
-  return out;
-}
-
 class KvFamily final : public Family {
  public:
   KvFamily() {
@@ -84,7 +66,7 @@ Examples:
   }
 
   int run(const Invocation& inv) override {
-    cfg_.blocks = parse_blocks(blocks_);
+    cfg_.blocks = parse_count_list("--blocks", blocks_, 100000, "16,32,48,64");
     cfg_.iters = run_.iters_or(5);
     cfg_.warmup = run_.warmup_or(1);
     cfg_.check = !run_.no_check;
