@@ -11,36 +11,11 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/tcp.hpp"
 #include "core/timer.hpp"
 #include "engine/bootstrap.hpp"
 
 namespace xb::engine {
-namespace {
-
-// One non-blocking connect attempt within `ms`; returns the fd or -1.
-int try_connect(const addrinfo* ai, int ms, std::string* why) {
-  const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -1;
-  if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
-  if (errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    if (poll(&p, 1, ms) == 1) {
-      int err = 0;
-      socklen_t len = sizeof err;
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err == 0) return fd;
-      *why = std::strerror(err);
-    } else {
-      *why = "no answer";
-    }
-  } else {
-    *why = std::strerror(errno);
-  }
-  close(fd);
-  return -1;
-}
-
-}  // namespace
 
 ServerLink::ServerLink(const std::string& host, int port, const std::string& token,
                        const std::string& digest, const std::string& kind,
@@ -55,7 +30,7 @@ ServerLink::ServerLink(const std::string& host, int port, const std::string& tok
                                            std::chrono::duration<double>(connect_timeout_s));
   std::string why = "no answer";
   while (fd_ < 0) {
-    fd_ = try_connect(res, 200, &why);
+    fd_ = tcp_connect(res->ai_addr, res->ai_addrlen, 200, why);
     if (fd_ >= 0 || Clock::now() > deadline) break;
     std::this_thread::sleep_for(
         std::chrono::milliseconds(100));  // the server may still be starting

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/tcp.hpp"
 #include "core/memory.hpp"
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
@@ -44,25 +45,11 @@ int listen_on(const std::string& host, int port) {
   addrinfo* res = nullptr;
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
     throw UsageError(fmt::format("--listen: cannot resolve '{}'", host));
-  const int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 64) == 0;
-  const int err = errno;
+  std::string why;
+  const int fd = tcp_listen(res->ai_addr, res->ai_addrlen, 64, why);
   freeaddrinfo(res);
-  if (!ok) {
-    if (fd >= 0) close(fd);
-    throw UsageError(fmt::format("--listen {}:{}: {}", host, port, std::strerror(err)));
-  }
+  if (fd < 0) throw UsageError(fmt::format("--listen {}:{}: {}", host, port, why));
   return fd;
-}
-
-int bound_port(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  return ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                       : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
 }
 
 struct Session {
@@ -94,7 +81,7 @@ class Server {
 
   ServerSummary run() {
     listen_fd_ = listen_on(cfg_.host, cfg_.port);
-    const int port = bound_port(listen_fd_);
+    const int port = tcp_bound_port(listen_fd_);
     log(fmt::format("listening on {}:{} · region {} of {} in {} slot{} of {} · UCX {}", cfg_.host,
                     port, format_size(cfg_.size), cfg_.kind_note, cfg_.clients,
                     cfg_.clients == 1 ? "" : "s", format_size(slot_len_), ucx_version()));

@@ -26,6 +26,8 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/tcp.hpp"
+#include "core/timer.hpp"
 
 namespace xb {
 
@@ -158,10 +160,6 @@ void exit_now(std::string_view line, int code) {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 std::string host_name() {
   char h[256] = {};
   if (gethostname(h, sizeof h - 1) != 0 || !*h) return "?";
@@ -228,7 +226,8 @@ std::vector<std::string> local_addresses() {
   return out;
 }
 
-// A non-blocking TCP connection to addr:port within 2 s, or -1 with `why`.
+// A TCP connection to addr:port within 2 s (no Nagle: lines go out at
+// once), or -1 with `why`.
 int dial(const std::string& addr, int port, std::string& why) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -237,27 +236,9 @@ int dial(const std::string& addr, int port, std::string& why) {
     why = fmt::format("{}: not an IPv4 address", addr);
     return -1;
   }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd = tcp_connect(reinterpret_cast<sockaddr*>(&a), sizeof a, 2000, why);
   if (fd < 0) {
-    why = std::strerror(errno);
-    return -1;
-  }
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  if (rc != 0 && errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    rc = ::poll(&p, 1, 2000);
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (rc == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
-      rc = 0;
-    } else {
-      errno = rc == 0 ? ETIMEDOUT : err;
-      rc = -1;
-    }
-  }
-  if (rc != 0) {
-    why = fmt::format("{}:{}: {}", addr, port, std::strerror(errno));
-    ::close(fd);
+    why = fmt::format("{}:{}: {}", addr, port, why);
     return -1;
   }
   int one = 1;
@@ -449,18 +430,13 @@ Liveness::~Liveness() { leave(true); }
 
 std::string Liveness::listen() {
   auto& m = *impl_;
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw RuntimeError(fmt::format("liveness socket: {}", std::strerror(errno)));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 1024) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw RuntimeError(fmt::format("liveness socket: {}", std::strerror(e)));
-  }
+  std::string why;
+  const int fd = tcp_listen(reinterpret_cast<sockaddr*>(&a), sizeof a, 1024, why);
+  if (fd < 0) throw RuntimeError(fmt::format("liveness socket: {}", why));
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);  // the watch's loop accepts what is there
   m.listen_fd = fd;
   std::random_device rd;
   m.nonce = fmt::format("{:08x}{:08x}", rd(), rd());
@@ -468,7 +444,7 @@ std::string Liveness::listen() {
   for (const auto& s : local_addresses()) addrs += (addrs.empty() ? "" : ",") + s;
   m.started = now_s();
   m.thread = std::thread([&m] { m.run(); });
-  return fmt::format("{} {} {:g} {} {}", ntohs(a.sin_port), m.nonce, m.watch.timeout_s(), m.host,
+  return fmt::format("{} {} {:g} {} {}", tcp_bound_port(fd), m.nonce, m.watch.timeout_s(), m.host,
                      addrs);
 }
 

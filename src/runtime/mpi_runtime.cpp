@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -228,9 +229,9 @@ class MpiRuntime final : public Runtime {
   }
 
  private:
-  // The liveness watch (runtime/liveness.hpp): rank 0's contact goes to the
-  // others by broadcast; a rank that cannot reach it runs unwatched, and says so.
-  // Collective on every rank; timeout_s counts on rank 0 (0: no watch).
+  // The liveness watch (runtime/liveness.hpp), collective on every rank:
+  // rank 0's contact (empty: no watch; its timeout_s 0) goes to the others
+  // by broadcast; a rank that cannot reach it runs unwatched, and says so.
   void watch_peers(double timeout_s) {
     live_ = std::make_unique<Liveness>(rank_, size_, timeout_s);
     std::string contact;
@@ -241,10 +242,10 @@ class MpiRuntime final : public Runtime {
         std::fprintf(stderr, "xferbench: warning: no liveness watch: %s\n", e.what());
       }
     }
-    int len = static_cast<int>(contact.size());
-    mpi_check(MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
-    contact.resize(static_cast<std::size_t>(len));
-    mpi_check(MPI_Bcast(contact.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    std::uint64_t len = contact.size();
+    broadcast(std::as_writable_bytes(std::span(&len, 1)), 0);
+    contact.resize(len);
+    broadcast(std::as_writable_bytes(std::span(contact)), 0);
     if (rank_ == 0 || contact.empty()) return;
     const std::string why = live_->connect(contact);
     if (!why.empty())

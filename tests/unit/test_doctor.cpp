@@ -1,6 +1,7 @@
 // doctor's judgement (pure) and the host backend's throttle knob.
 #include <gtest/gtest.h>
 
+#include "backend/backend.hpp"
 #include "backend/host/throttle.hpp"
 #include "core/error.hpp"
 #include "family/doctor/doctor_checks.hpp"
@@ -52,18 +53,26 @@ TEST(DoctorLinks, NvlinkRatesAndCounts) {
 
 TEST(DoctorClocks, HeldDownTimeAndItsGrade) {
   // Counters as NVML's violation status gives them (cumulative seconds).
-  const ClockCounters before{120.0, 4.0, 0.0, 0.0};
-  const auto held = clock_held(before, {123.5, 4.5, 0.0, 0.0});
+  const auto holds = [](double power, double thermal, double board) {
+    ClockHolds h;
+    h.known = true;
+    h.power_s = power;
+    h.thermal_s = thermal;
+    h.board_s = board;
+    return h;
+  };
+  const ClockHolds before = holds(120.0, 4.0, 0.0);
+  const auto held = clock_held(before, holds(123.5, 4.5, 0.0));
   ASSERT_TRUE(held);
   EXPECT_DOUBLE_EQ(held->seconds, 3.5);
   EXPECT_EQ(held->cause, "power limit");
-  const auto thermal = clock_held(before, {120.0, 12.0, 1.0, 0.0});
+  const auto thermal = clock_held(before, holds(120.0, 12.0, 1.0));
   ASSERT_TRUE(thermal);
   EXPECT_EQ(thermal->cause, "thermal limit");
   const auto none = clock_held(before, before);
   ASSERT_TRUE(none);
   EXPECT_EQ(none->seconds, 0);
-  EXPECT_FALSE(clock_held(before, {1.0, 4.0, 0.0, 0.0}));  // the driver reloaded
+  EXPECT_FALSE(clock_held(before, holds(1.0, 4.0, 0.0)));  // the driver reloaded
   EXPECT_EQ(grade_clock_hold(0.5, 41), Verdict::pass);    // 1 %
   EXPECT_EQ(grade_clock_hold(3.5, 41), Verdict::warn);    // 9 %
   EXPECT_EQ(grade_clock_hold(10, 41), Verdict::fail);     // 24 %

@@ -1,5 +1,7 @@
 #include "family/doctor/doctor_checks.hpp"
 
+#include "backend/backend.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -80,7 +82,7 @@ std::optional<int> nvlink_count(const std::string& link_type) {
   return n > 0 ? std::optional<int>(n) : std::nullopt;
 }
 
-std::optional<ClockHeld> clock_held(const ClockCounters& b, const ClockCounters& a) {
+std::optional<ClockHeld> clock_held(const ClockHolds& b, const ClockHolds& a) {
   const std::pair<double, const char*> d[] = {{a.power_s - b.power_s, "power limit"},
                                               {a.thermal_s - b.thermal_s, "thermal limit"},
                                               {a.board_s - b.board_s, "board limit"},

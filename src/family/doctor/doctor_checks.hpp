@@ -10,6 +10,8 @@
 
 namespace xb {
 
+struct ClockHolds;  // backend/backend.hpp
+
 enum class Verdict { pass, warn, fail, none };  // none: measured, nothing to hold it against
 const char* to_string(Verdict v);
 
@@ -62,17 +64,15 @@ double nvlink_link_gbps(int arch_major, int arch_minor);
 std::optional<int> nvlink_count(const std::string& link_type);
 
 // Seconds a device's clocks were held down during a run, from its
-// clock-hold counters before and after: the largest of the causes (they
-// overlap), with its name ("power limit", "thermal limit", "board limit",
-// "reliability"). Negative deltas (the driver reloaded) give nullopt.
+// clock-hold counters (Backend::clock_holds) before and after: the largest
+// of the causes (they overlap), with its name ("power limit", "thermal
+// limit", "board limit", "reliability"). Negative deltas (the driver
+// reloaded) give nullopt.
 struct ClockHeld {
   double seconds = 0;
   std::string cause;
 };
-struct ClockCounters {
-  double power_s = 0, thermal_s = 0, board_s = 0, reliability_s = 0;
-};
-std::optional<ClockHeld> clock_held(const ClockCounters& before, const ClockCounters& after);
+std::optional<ClockHeld> clock_held(const ClockHolds& before, const ClockHolds& after);
 // held / run: < 2 % pass, < 20 % warn, else fail.
 Verdict grade_clock_hold(double held_s, double run_s);
 

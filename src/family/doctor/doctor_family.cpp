@@ -10,7 +10,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -48,10 +47,6 @@ const std::vector<std::string> kChecks = {"bandwidth", "link",    "direction", "
                                           "numa",      "devices", "pairs",     "latency",
                                           "engine",    "noise",   "clocks"};
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 struct Plan {
   std::string depth = "default";  // quick, default, full
   Bytes size = 64ULL << 20;
@@ -62,6 +57,13 @@ Plan plan_of(bool quick, bool full) {
   if (quick) return {"quick", 16ULL << 20, 5, 1};
   if (full) return {"full", 256ULL << 20, 10, 3};
   return {};
+}
+
+// A device's PCIe link as it trained: raw GB/s per direction, if reported.
+std::optional<double> pcie_raw_gbps(const LinkFacts& f) {
+  const auto gts = parse_link_speed(f.pcie_current_speed);
+  if (!gts || f.pcie_width <= 0) return std::nullopt;
+  return pcie_lane_gbps(*gts) * f.pcie_width;
 }
 
 // The host memory reference: memcpy of `size` bytes split over every core,
@@ -158,15 +160,15 @@ class Doctor {
     }
     const LinkFacts f = be_.link_facts(device_of(r));
     if (r.kase == "h2d" || r.kase == "d2h") {
-      const auto gts = parse_link_speed(f.pcie_current_speed);
-      if (!gts || f.pcie_width <= 0)
+      const auto raw = pcie_raw_gbps(f);
+      if (!raw)
         return {0, fmt::format("no expected figure: the {} backend does not report this device's "
                                "PCIe link here",
                                be_.name())};
-      return {pcie_lane_gbps(*gts) * f.pcie_width * kPcieEfficiency,
+      return {*raw * kPcieEfficiency,
               fmt::format("PCIe {} x{} ({:.1f} GB/s raw per direction) x {:.2f} efficiency",
-                          pcie_generation(*gts), f.pcie_width,
-                          pcie_lane_gbps(*gts) * f.pcie_width, kPcieEfficiency)};
+                          pcie_generation(*parse_link_speed(f.pcie_current_speed)), f.pcie_width,
+                          *raw, kPcieEfficiency)};
     }
     if (r.kase == "d2d") {
       if (f.mem_clock_khz <= 0 || f.mem_bus_bits <= 0)
@@ -196,12 +198,12 @@ class Doctor {
                           "efficiency",
                           type, *n, per, a.arch_major, a.arch_minor, kNvlinkEfficiency)};
     }
-    const auto ga = parse_link_speed(a.pcie_current_speed), gb = parse_link_speed(b.pcie_current_speed);
-    if (!ga || !gb || a.pcie_width <= 0 || b.pcie_width <= 0)
+    const auto ra = pcie_raw_gbps(a), rb = pcie_raw_gbps(b);
+    if (!ra || !rb)
       return {0, fmt::format("no expected figure for p2p over {}: the links are not reported; "
                              "compared with the other pairs of its link class instead",
                              type.empty() ? std::string("this path") : type)};
-    const double raw = std::min(pcie_lane_gbps(*ga) * a.pcie_width, pcie_lane_gbps(*gb) * b.pcie_width);
+    const double raw = std::min(*ra, *rb);
     return {raw * kPcieEfficiency,
             fmt::format("{}: the slower of the two PCIe links ({:.1f} GB/s raw per direction) x "
                         "{:.2f} efficiency",
@@ -493,10 +495,7 @@ class Doctor {
         add(f);
         continue;
       }
-      const auto counters = [](const ClockHolds& h) {
-        return ClockCounters{h.power_s, h.thermal_s, h.board_s, h.reliability_s};
-      };
-      const auto held = clock_held(counters(b), counters(a));
+      const auto held = clock_held(b, a);
       if (!held) {
         f.why = "the clock-hold counters went back during the run (driver reloaded): re-run";
         add(f);
