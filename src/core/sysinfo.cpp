@@ -1,10 +1,14 @@
 #include "core/sysinfo.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "core/timer.hpp"
 
 namespace xb {
 
@@ -51,6 +55,58 @@ std::uint64_t available_memory() {
   while (in >> key >> kb >> unit)
     if (key == "MemAvailable:") return kb * 1024;
   return 0;
+}
+
+std::optional<CpuTimes> parse_proc_stat(const std::string& text, double hz) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu ", 0) != 0) continue;
+    std::istringstream f(line.substr(4));
+    // user nice system idle iowait irq softirq steal (guest is inside user)
+    double v[8] = {};
+    int n = 0;
+    while (n < 8 && f >> v[n]) ++n;
+    if (n < 4 || !(hz > 0)) return std::nullopt;
+    const double busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    return CpuTimes{busy / hz, (busy + v[3] + v[4]) / hz};
+  }
+  return std::nullopt;
+}
+
+CpuTimes read_cpu_times() {
+  std::ifstream in("/proc/stat");
+  std::stringstream text;
+  text << in.rdbuf();
+  const long hz = sysconf(_SC_CLK_TCK);
+  return parse_proc_stat(text.str(), hz > 0 ? static_cast<double>(hz) : 100.0)
+      .value_or(CpuTimes{});
+}
+
+double process_cpu_s() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+CpuLoad cpu_load(const CpuTimes& before, const CpuTimes& after, double self_before_s,
+                 double self_after_s, double wall_s) {
+  CpuLoad l;
+  if (!(wall_s > 0) || !(after.all_s > before.all_s)) return l;
+  const double self = std::max(0.0, self_after_s - self_before_s);
+  const double busy = std::max(0.0, after.busy_s - before.busy_s);
+  l.other_cores = std::max(0.0, busy - self) / wall_s;
+  l.self_cores = self / wall_s;
+  l.wall_s = wall_s;
+  l.known = true;
+  return l;
+}
+
+LoadMeter::LoadMeter() : cpu_(read_cpu_times()), self_s_(process_cpu_s()), t0_(now_s()) {}
+
+CpuLoad LoadMeter::stop() const {
+  return cpu_load(cpu_, read_cpu_times(), self_s_, process_cpu_s(), now_s() - t0_);
 }
 
 }  // namespace xb

@@ -1,6 +1,7 @@
 #pragma once
 // Facts about the machine the run is on, read from the OS.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,5 +14,41 @@ int online_cores();
 std::vector<int> allowed_cpus();
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.
 std::uint64_t available_memory();
+
+// CPU time of the whole machine, summed over every CPU, from /proc/stat's
+// first line: busy (user, nice, system, irq, softirq, steal) and all of it
+// (busy + idle + iowait), in seconds.
+struct CpuTimes {
+  double busy_s = 0, all_s = 0;
+};
+// The "cpu " line of /proc/stat's text, ticks of `hz`; nullopt if missing.
+std::optional<CpuTimes> parse_proc_stat(const std::string& text, double hz);
+// Now, for this machine; zeros when /proc/stat cannot be read.
+CpuTimes read_cpu_times();
+// This process's user + system time, every thread, in seconds (getrusage).
+double process_cpu_s();
+
+// What the other processes of the machine did over an interval: the busy
+// time of all CPUs less this process's own, per second of wall time, i.e.
+// how many cores they kept busy. Never negative.
+struct CpuLoad {
+  double other_cores = 0;  // cores kept busy by other processes
+  double self_cores = 0;   // cores this process used
+  double wall_s = 0;
+  bool known = false;
+};
+CpuLoad cpu_load(const CpuTimes& before, const CpuTimes& after, double self_before_s,
+                 double self_after_s, double wall_s);
+
+// Measures the load over a region: construct before, `stop()` after.
+class LoadMeter {
+ public:
+  LoadMeter();
+  CpuLoad stop() const;
+
+ private:
+  CpuTimes cpu_;
+  double self_s_, t0_;
+};
 
 }  // namespace xb

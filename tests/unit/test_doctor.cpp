@@ -4,7 +4,12 @@
 #include "backend/backend.hpp"
 #include "backend/host/throttle.hpp"
 #include "core/error.hpp"
+#include "core/sysinfo.hpp"
 #include "family/doctor/doctor_checks.hpp"
+#include "family/doctor/doctor_rounds.hpp"
+
+#include <cmath>
+#include <random>
 
 namespace xb {
 
@@ -120,6 +125,149 @@ TEST(HostThrottle, ParsesDevicesDirectionsAndPairs) {
   EXPECT_DOUBLE_EQ(throttle_factor(h, "h2d", -1, 0), 0.5);
   EXPECT_DOUBLE_EQ(throttle_factor(h, "h2d", 0, 0), 1.0);
   EXPECT_THROW(parse_throttle("host-1:0.5"), UsageError);
+}
+
+// ---- judging on a busy node ----
+
+TEST(DoctorNoise, MedianIntervalFromOrderStatistics) {
+  // 5 values: the 90 % interval of the median is [min, max] (coverage 94 %).
+  const Interval five = median_interval({0.9, 0.2, 1.0, 0.95, 1.1});
+  EXPECT_DOUBLE_EQ(five.median, 0.95);
+  EXPECT_DOUBLE_EQ(five.lo, 0.2);
+  EXPECT_DOUBLE_EQ(five.hi, 1.1);
+  // 10 values: [x(2), x(9)] (coverage 98 %): one outlier each side drops out.
+  const Interval ten = median_interval({0.1, 1, 1, 1, 1, 1, 1, 1, 1, 9});
+  EXPECT_DOUBLE_EQ(ten.lo, 1);
+  EXPECT_DOUBLE_EQ(ten.hi, 1);
+  // 20 values: [x(6), x(15)].
+  std::vector<double> twenty;
+  for (int i = 1; i <= 20; ++i) twenty.push_back(i);
+  const Interval t = median_interval(twenty);
+  EXPECT_DOUBLE_EQ(t.lo, 6);
+  EXPECT_DOUBLE_EQ(t.hi, 15);
+  EXPECT_DOUBLE_EQ(t.median, 10.5);
+  const Interval one = median_interval({3});
+  EXPECT_DOUBLE_EQ(one.lo, 3);
+  EXPECT_DOUBLE_EQ(one.hi, 3);
+  EXPECT_DOUBLE_EQ(median_interval({}).median, 0);
+}
+
+// Paired ratios (h2d / d2h of one healthy device) shaped like those measured
+// with the mixed load of busy_node.sh beside doctor --quick on the 2-core VM:
+// CV 20-50 %, a burst now and then on one side of a round.
+const std::vector<double> kNoisyHealthy = {1.04, 0.41, 0.97, 1.62, 0.93, 0.45, 1.21};
+// The same comparison with one side slowed to 25 %: noisy, but every round low.
+const std::vector<double> kNoisySlow = {0.24, 0.31, 0.19, 0.42, 0.27, 0.22, 0.36};
+
+TEST(DoctorNoise, ANoisyComparisonNeverFails) {
+  const Judgement healthy = judge(kNoisyHealthy, Grade{});
+  EXPECT_NE(healthy.verdict, Verdict::fail);
+  EXPECT_FALSE(healthy.settled);  // 0.41 .. 1.62 spans every grade
+  // A median below the FAIL line, its interval reaching PASS: at most WARN.
+  const Judgement low = judge({0.3, 0.45, 0.9, 0.48, 1.1}, Grade{});
+  EXPECT_DOUBLE_EQ(low.ratio.median, 0.48);
+  EXPECT_FALSE(low.settled);
+  EXPECT_EQ(low.verdict, Verdict::warn);
+}
+
+TEST(DoctorNoise, AClearGapFailsEvenWhenNoisy) {
+  const Judgement slow = judge(kNoisySlow, Grade{});
+  EXPECT_TRUE(slow.settled);
+  EXPECT_EQ(slow.verdict, Verdict::fail);
+  const Judgement clean = judge({0.25, 0.26, 0.25, 0.24, 0.25}, Grade{});
+  EXPECT_EQ(clean.verdict, Verdict::fail);
+  EXPECT_TRUE(clean.settled);
+  const Judgement fine = judge({0.98, 1.0, 0.97, 1.01, 0.99}, Grade{});
+  EXPECT_EQ(fine.verdict, Verdict::pass);
+  EXPECT_TRUE(fine.settled);
+  EXPECT_EQ(judge({}, Grade{}).verdict, Verdict::none);
+}
+
+TEST(DoctorNoise, AFailMustReproduce) {
+  const Judgement first = judge(kNoisySlow, Grade{});
+  EXPECT_EQ(confirm_fail(first, judge({0.25, 0.26, 0.25, 0.24, 0.25}, Grade{})), Verdict::fail);
+  EXPECT_EQ(confirm_fail(first, judge({0.98, 1.0, 0.97, 1.01, 0.99}, Grade{})), Verdict::warn);
+  EXPECT_EQ(confirm_fail(first, judge(kNoisyHealthy, Grade{})), Verdict::warn);
+  EXPECT_EQ(confirm_fail(judge(kNoisyHealthy, Grade{}), first), Verdict::warn);
+}
+
+// A copier whose copies take bytes / (gbps x noise) with noise drawn from a
+// seeded log-normal of the given CV, and now and then a burst (a 4x slower
+// copy), as a busy node gives them.
+class NoisyCopier final : public Copier {
+ public:
+  NoisyCopier(double gbps, double cv, std::uint32_t seed) : gbps_(gbps), rng_(seed) {
+    const double s = std::sqrt(std::log(1 + cv * cv));
+    noise_ = std::lognormal_distribution<double>(-s * s / 2, s);
+  }
+  Method method() const override { return Method::dma; }
+  CopyTiming run(std::span<const CopyOp> ops) override {
+    CopyTiming t;
+    for (const CopyOp& op : ops) {
+      double g = gbps_ * noise_(rng_);
+      if (burst_(rng_) < 0.1) g /= 4;
+      t.op_us.push_back(static_cast<double>(op.bytes) / (g * 1e3));
+      t.batch_us = std::max(t.batch_us, t.op_us.back());
+    }
+    return t;
+  }
+
+ private:
+  double gbps_;
+  std::mt19937 rng_;
+  std::lognormal_distribution<double> noise_;
+  std::uniform_real_distribution<double> burst_{0, 1};
+};
+
+// The whole judgement as doctor runs it: paired rounds until settled, and a
+// FAIL measured again, over many seeded runs of a noisy node.
+Verdict judge_as_doctor(double a_gbps, double b_gbps, double cv, std::uint32_t seed) {
+  NoisyCopier ca(a_gbps, cv, seed), cb(b_gbps, cv, seed * 7919 + 1);
+  Probe a, b;
+  a.label = "a";
+  b.label = "b";
+  a.copier = &ca;
+  b.copier = &cb;
+  a.ops = b.ops = {CopyOp{nullptr, nullptr, 16ULL << 20}};
+  a.seeds = b.seeds = {0};
+  PairedCheck c("direction", "a/b", "GB/s", Grade{}, {&a, &b},
+                [&](std::size_t i) { return std::pair(a.sample(0, i), b.sample(0, i)); },
+                [](Verdict, double, double, double) { return std::string(); });
+  const Budget budget{5, 0, 2, 1.0, 40};  // the copier is instant: max_rounds bounds it
+  settle({&a, &b}, {&c}, budget);
+  const Judged first = evaluate(c);
+  if (first.judgement.verdict != Verdict::fail) return first.judgement.verdict;
+  return confirm_fail(first.judgement, remeasure(c, budget).judgement);
+}
+
+TEST(DoctorNoise, BusyNodeHealthyPairsNeverFailAndSlowOnesAlwaysDo) {
+  int healthy_fail = 0, slow_fail = 0;
+  for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+    healthy_fail += judge_as_doctor(8.0, 8.0, 0.5, seed) == Verdict::fail;
+    slow_fail += judge_as_doctor(2.0, 8.0, 0.3, seed) == Verdict::fail;
+  }
+  EXPECT_EQ(healthy_fail, 0);
+  EXPECT_EQ(slow_fail, 300);
+}
+
+TEST(SysInfo, ProcStatAndTheLoadOfOthers) {
+  const std::string stat =
+      "cpu  1000 20 300 5000 80 10 5 15 0 0\n"
+      "cpu0 500 10 150 2500 40 5 2 7 0 0\n"
+      "intr 1234\n";
+  const auto t = parse_proc_stat(stat, 100);
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->busy_s, (1000 + 20 + 300 + 10 + 5 + 15) / 100.0);
+  EXPECT_DOUBLE_EQ(t->all_s, (1350 + 5000 + 80) / 100.0);
+  EXPECT_FALSE(parse_proc_stat("intr 1\n", 100));
+  EXPECT_FALSE(parse_proc_stat("cpu  1 2\n", 100));
+  // 2 s of wall time on 2 cores: 3.4 s busy, 1.0 s of it this process.
+  const CpuLoad l = cpu_load({10, 20}, {13.4, 24}, 5, 6, 2);
+  EXPECT_TRUE(l.known);
+  EXPECT_NEAR(l.other_cores, 1.2, 1e-9);
+  EXPECT_NEAR(l.self_cores, 0.5, 1e-9);
+  EXPECT_FALSE(cpu_load({10, 20}, {10, 20}, 0, 0, 2).known);
+  EXPECT_EQ(cpu_load({10, 20}, {10.5, 24}, 0, 2, 2).other_cores, 0);  // never negative
 }
 
 }  // namespace xb

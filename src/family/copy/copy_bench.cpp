@@ -25,34 +25,6 @@ void register_case(Registry& r, const char* key, const char* what, int min_devic
          }});
 }
 
-void fill(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed) {
-  std::vector<std::byte> stage(std::min(n, kStage));
-  for (Bytes off = 0; off < n; off += stage.size()) {
-    const Bytes len = std::min<Bytes>(stage.size(), n - off);
-    fill_pattern(std::span(stage).first(len), seed, off);
-    b.write(buf, off, std::span<const std::byte>(stage).first(len));
-  }
-}
-
-void poison(Backend& b, Buffer& buf, Bytes n) {
-  std::vector<std::byte> stage(std::min(n, kStage), std::byte{0x5A});
-  for (Bytes off = 0; off < n; off += stage.size())
-    b.write(buf, off,
-            std::span<const std::byte>(stage).first(std::min<Bytes>(stage.size(), n - off)));
-}
-
-// Offset of the first wrong byte of the first n bytes, if any.
-std::optional<Bytes> verify(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed) {
-  std::vector<std::byte> stage(std::min(n, kStage));
-  for (Bytes off = 0; off < n; off += stage.size()) {
-    const Bytes len = std::min<Bytes>(stage.size(), n - off);
-    b.read(buf, off, std::span(stage).first(len));
-    if (auto bad = find_mismatch(std::span<const std::byte>(stage).first(len), seed, off))
-      return off + *bad;
-  }
-  return std::nullopt;
-}
-
 // The buffers of one group, sized for its largest copy.
 struct Buffers {
   std::vector<std::unique_ptr<Buffer>> src, dst;  // one per direction
@@ -72,7 +44,7 @@ Buffers prepare(Backend& b, const CopyConfig& cfg, const CopyGroup& g, std::size
     bufs.src.push_back(alloc_end(b, cfg, s, n));
     bufs.dst.push_back(alloc_end(b, cfg, t, n));
     bufs.seeds.push_back(0x9E37ULL * (gi + 1) + static_cast<std::uint64_t>(d));
-    fill(b, *bufs.src.back(), n, bufs.seeds.back());
+    fill_buffer(b, *bufs.src.back(), n, bufs.seeds.back());
   }
   return bufs;
 }
@@ -92,7 +64,7 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
                             Buffers& bufs, Bytes n) {
   std::vector<CopyOp> ops;
   for (std::size_t d = 0; d < bufs.src.size(); ++d) {
-    if (cfg.check) poison(b, *bufs.dst[d], n);
+    if (cfg.check) poison_buffer(b, *bufs.dst[d], n);
     ops.push_back({bufs.src[d].get(), bufs.dst[d].get(), n});
   }
   for (int i = 0; i < cfg.warmup; ++i) copier.run(ops);
@@ -109,7 +81,7 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
     Record r = base_record(g, copier.method(), d == 0 ? g.src : g.dst, d == 0 ? g.dst : g.src, n);
     r.set_samples(per_op[d]);
     if (cfg.check) {
-      const auto bad = verify(b, *bufs.dst[d], n, bufs.seeds[d]);
+      const auto bad = verify_buffer(b, *bufs.dst[d], n, bufs.seeds[d]);
       r.verified = !bad;
       if (bad) {
         r.status = Status::failed;
@@ -197,6 +169,33 @@ void run_method(Backend& backend, const CopyConfig& cfg, const CopyGroup& g, Buf
 }
 
 }  // namespace
+
+void fill_buffer(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed) {
+  std::vector<std::byte> stage(std::min(n, kStage));
+  for (Bytes off = 0; off < n; off += stage.size()) {
+    const Bytes len = std::min<Bytes>(stage.size(), n - off);
+    fill_pattern(std::span(stage).first(len), seed, off);
+    b.write(buf, off, std::span<const std::byte>(stage).first(len));
+  }
+}
+
+void poison_buffer(Backend& b, Buffer& buf, Bytes n) {
+  std::vector<std::byte> stage(std::min(n, kStage), std::byte{0x5A});
+  for (Bytes off = 0; off < n; off += stage.size())
+    b.write(buf, off,
+            std::span<const std::byte>(stage).first(std::min<Bytes>(stage.size(), n - off)));
+}
+
+std::optional<Bytes> verify_buffer(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed) {
+  std::vector<std::byte> stage(std::min(n, kStage));
+  for (Bytes off = 0; off < n; off += stage.size()) {
+    const Bytes len = std::min<Bytes>(stage.size(), n - off);
+    b.read(buf, off, std::span(stage).first(len));
+    if (auto bad = find_mismatch(std::span<const std::byte>(stage).first(len), seed, off))
+      return off + *bad;
+  }
+  return std::nullopt;
+}
 
 void register_copy(Registry& r) {
   register_case(r, "copy.h2d", "host memory to device memory", 1);

@@ -47,6 +47,13 @@ void register_copy(Registry& registry);
 // UsageError for a device out of range or sizes larger than free memory.
 void validate_copy(const Backend& backend, const CopyConfig& cfg);
 
+// A buffer's first n bytes through the backend, outside timing (staged in
+// 8 MiB pieces): the pattern of `seed`, a poison byte (0x5A), and the offset
+// of the first byte that differs from the pattern, if any.
+void fill_buffer(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed);
+void poison_buffer(Backend& b, Buffer& buf, Bytes n);
+std::optional<Bytes> verify_buffer(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed);
+
 // Runs every case; never throws for a case that fails at run time (it
 // becomes a `failed` record). Records come in case, pair, method, size order.
 std::vector<Record> run_copy(Backend& backend, const Registry& registry, const CopyConfig& cfg,

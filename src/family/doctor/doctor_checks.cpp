@@ -101,16 +101,60 @@ Verdict grade_clock_hold(double held_s, double run_s) {
   return f < 0.02 ? Verdict::pass : f < 0.20 ? Verdict::warn : Verdict::fail;
 }
 
-std::vector<double> peer_ratios(const std::vector<double>& values) {
-  if (values.size() < 2) return {};
+double peer_reference(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
   std::vector<double> s = values;
   std::sort(s.begin(), s.end());
-  const double ref = values.size() >= 3 ? (s.size() % 2 ? s[s.size() / 2]
-                                                        : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2)
-                                        : s.back();
+  if (values.size() == 2) return s.back();
+  return s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
+}
+
+std::vector<double> peer_ratios(const std::vector<double>& values) {
+  if (values.size() < 2) return {};
+  const double ref = peer_reference(values);
   std::vector<double> out;
   for (double v : values) out.push_back(ref > 0 ? v / ref : 0);
   return out;
+}
+
+Interval median_interval(std::vector<double> v, double confidence) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  Interval out;
+  out.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  // The largest k with P(B <= k-1) <= (1 - confidence) / 2, B ~ Binomial(n, 1/2):
+  // [x_(k), x_(n-k+1)] then covers the median with at least `confidence`.
+  const double tail = (1 - confidence) / 2;
+  std::size_t k = 1;
+  double pmf = std::pow(0.5, static_cast<double>(n)), cdf = pmf;  // P(B <= k-1)
+  while (2 * (k + 1) <= n + 1) {
+    pmf *= static_cast<double>(n - k + 1) / static_cast<double>(k);  // P(B = k)
+    if (cdf + pmf > tail) break;
+    cdf += pmf;
+    ++k;
+  }
+  out.lo = v[k - 1];
+  out.hi = v[n - k];
+  return out;
+}
+
+Judgement judge(const std::vector<double>& ratios, Grade g) {
+  Judgement j;
+  j.rounds = static_cast<int>(ratios.size());
+  if (ratios.empty()) return j;
+  j.ratio = median_interval(ratios);
+  const Verdict mid = grade(j.ratio.median, g.warn_below, g.fail_below);
+  j.settled = grade(j.ratio.lo, g.warn_below, g.fail_below) == mid &&
+              grade(j.ratio.hi, g.warn_below, g.fail_below) == mid;
+  j.verdict = !j.settled && mid == Verdict::fail ? Verdict::warn : mid;
+  return j;
+}
+
+Verdict confirm_fail(const Judgement& first, const Judgement& again) {
+  const bool both = first.verdict == Verdict::fail && first.settled &&
+                    again.verdict == Verdict::fail && again.settled;
+  return both ? Verdict::fail : Verdict::warn;
 }
 
 }  // namespace xb

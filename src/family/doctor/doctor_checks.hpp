@@ -6,6 +6,7 @@
 // code: tested with recorded sysfs strings and attribute values.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xb {
@@ -17,13 +18,26 @@ const char* to_string(Verdict v);
 
 // One row of the verdict table.
 struct Finding {
+  Finding() = default;
+  Finding(std::string check_, std::string where_, Verdict v, double measured_, double expected_,
+          std::string unit_, std::string why_)
+      : check(std::move(check_)),
+        where(std::move(where_)),
+        verdict(v),
+        measured(measured_),
+        expected(expected_),
+        unit(std::move(unit_)),
+        why(std::move(why_)) {}
   std::string check;  // "bandwidth", "link", "direction", "devices", "pairs", "noise", ...
   std::string where;  // "h2d device 1 dma"
   Verdict verdict = Verdict::none;
   double measured = 0, expected = 0;  // expected 0: none (why says so)
   std::string unit;                   // "GB/s", "us", "GT/s x lanes"
   std::string why;
-  double ratio() const { return expected > 0 ? measured / expected : 0; }
+  std::optional<double> paired_ratio;  // judged on rounds: the median of measured_i / expected_i
+  double ratio() const {
+    return paired_ratio ? *paired_ratio : expected > 0 ? measured / expected : 0;
+  }
 };
 
 // Efficiency factors: what such links deliver in practice (README, "doctor").
@@ -76,9 +90,53 @@ std::optional<ClockHeld> clock_held(const ClockHolds& before, const ClockHolds& 
 // held / run: < 2 % pass, < 20 % warn, else fail.
 Verdict grade_clock_hold(double held_s, double run_s);
 
+// --- Judging on a busy node ----------------------------------------------
+// A comparison is measured in paired rounds (A B, B A, A B ...: a burst of
+// load hits both sides alike) and judged on the ratio of each round,
+// measured_i / expected_i. Its verdict must not depend on noise: the
+// median ratio has a confidence interval, and only when the whole interval
+// earns one grade is the verdict settled. An unsettled comparison is
+// measured again (fresh rounds, within a time budget); one that stays
+// unsettled is at most WARN ("could not judge"), and a FAIL must also
+// reproduce on a fresh measurement.
+
+// A measurement whose samples spread more than this (CV) is noisy.
+inline constexpr double kNoiseLimit = 0.10;
+
+// The thresholds of a grade: ratio >= warn_below passes, >= fail_below warns.
+struct Grade {
+  double warn_below = 0.8, fail_below = 0.5;
+};
+
+// The median of `values` and a distribution-free interval around it (order
+// statistics of the binomial): [lo, hi] holds the true median with at least
+// `confidence`; with too few values for that, [min, max].
+struct Interval {
+  double lo = 0, median = 0, hi = 0;
+};
+Interval median_interval(std::vector<double> values, double confidence = 0.90);
+
+struct Judgement {
+  Verdict verdict = Verdict::none;
+  Interval ratio;        // of measured_i / expected_i over the rounds
+  bool settled = false;  // lo, median and hi all earn one grade
+  int rounds = 0;
+};
+// Per-round ratios -> verdict: the grade of the median when settled; when
+// not, the same but never FAIL (at most WARN). No rounds: none.
+Judgement judge(const std::vector<double>& ratios, Grade g);
+
+// A FAIL must reproduce: `first` failed (settled); `again` is a fresh
+// measurement of the same comparison. FAIL only when `again` is a settled
+// FAIL too; otherwise WARN.
+Verdict confirm_fail(const Judgement& first, const Judgement& again);
+
 // Peers: `values` of one kind (one per device, or per pair of one link
 // class): each one's ratio to the reference of the group: the median with
 // 3 or more members, the best with 2. Empty for fewer than 2.
 std::vector<double> peer_ratios(const std::vector<double>& values);
+// The reference peer_ratios holds each value against: the median with 3 or
+// more values, the best with 2; 0 with fewer.
+double peer_reference(const std::vector<double>& values);
 
 }  // namespace xb
