@@ -142,6 +142,23 @@ class MpiWindow final : public Window {
   MPI_Win win_ = MPI_WIN_NULL;
 };
 
+// Waits for `req` without holding a core: polls for 50 us (a collective
+// among ranks that are all there ends within it), then sleeps between polls,
+// 20 us doubling to 1 ms. MPI_Test drives MPICH's progress.
+void wait_idle(MPI_Request& req, const char* what) {
+  int done = 0;
+  mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto nap = std::chrono::microseconds(20);
+  while (!done) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(50)) {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    }
+    mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+  }
+}
+
 class MpiRuntime final : public Runtime {
  public:
   MpiRuntime() {
@@ -183,7 +200,18 @@ class MpiRuntime final : public Runtime {
   int size() const override { return size_; }
   bool single_host() const override { return single_host_; }
   int local_rank() const override { return local_rank_; }
-  void barrier() override { mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  using Runtime::barrier;
+  // Always MPI_Ibarrier (a blocking barrier would not match another
+  // rank's nonblocking one); the ranks differ only in how they poll it.
+  void barrier(Wait how) override {
+    MPI_Request req;
+    mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+    if (how == Wait::idle) {
+      wait_idle(req, "MPI_Ibarrier");
+      return;
+    }
+    for (int done = 0; !done;) mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  }
   void barrier(const std::function<void()>& progress) override {
     MPI_Request req;
     mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
@@ -193,23 +221,29 @@ class MpiRuntime final : public Runtime {
     }
   }
   void broadcast(std::span<std::byte> data, int root) override {
-    mpi_check(MPI_Bcast(data.data(), mpi_count(data.size()), MPI_BYTE, root, MPI_COMM_WORLD),
-              "MPI_Bcast");
+    MPI_Request req;
+    mpi_check(
+        MPI_Ibcast(data.data(), mpi_count(data.size()), MPI_BYTE, root, MPI_COMM_WORLD, &req),
+        "MPI_Ibcast");
+    wait_idle(req, "MPI_Ibcast");
   }
   std::vector<std::string> allgather(const std::string& mine) override {
     int len = static_cast<int>(mine.size());
     std::vector<int> lens(static_cast<std::size_t>(size_)), offs(static_cast<std::size_t>(size_));
-    mpi_check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
-              "MPI_Allgather");
+    MPI_Request req;
+    mpi_check(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req),
+              "MPI_Iallgather");
+    wait_idle(req, "MPI_Iallgather");
     int total = 0;
     for (int i = 0; i < size_; ++i) {
       offs[static_cast<std::size_t>(i)] = total;
       total += lens[static_cast<std::size_t>(i)];
     }
     std::string all(static_cast<std::size_t>(total), '\0');
-    mpi_check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(),
-                             MPI_CHAR, MPI_COMM_WORLD),
-              "MPI_Allgatherv");
+    mpi_check(MPI_Iallgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(),
+                              MPI_CHAR, MPI_COMM_WORLD, &req),
+              "MPI_Iallgatherv");
+    wait_idle(req, "MPI_Iallgatherv");
     std::vector<std::string> out;
     for (int i = 0; i < size_; ++i)
       out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(i)]),
@@ -218,9 +252,11 @@ class MpiRuntime final : public Runtime {
   }
   void reduce(std::span<double> v, Reduce how) override {
     const MPI_Op op = how == Reduce::max ? MPI_MAX : how == Reduce::min ? MPI_MIN : MPI_SUM;
-    mpi_check(
-        MPI_Allreduce(MPI_IN_PLACE, v.data(), mpi_count(v.size()), MPI_DOUBLE, op, MPI_COMM_WORLD),
-        "MPI_Allreduce");
+    MPI_Request req;
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, v.data(), mpi_count(v.size()), MPI_DOUBLE, op,
+                             MPI_COMM_WORLD, &req),
+              "MPI_Iallreduce");
+    wait_idle(req, "MPI_Iallreduce");
   }
   std::unique_ptr<Window> allocate_window(Bytes size, Transport t) override {
     if (t == Transport::shm && !single_host_)

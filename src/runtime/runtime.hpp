@@ -50,10 +50,20 @@ class Runtime {
   virtual int size() const = 0;
   virtual bool single_host() const = 0;  // all ranks on one node
   virtual int local_rank() const = 0;    // this rank's index among the ranks of its node
-  virtual void barrier() = 0;
-  // A barrier that keeps calling `progress` while it waits (a rank serving
-  // one-sided traffic of another library must not stop progressing it).
+  // How a rank waits for the others. MPICH busy-polls, so a rank that waits
+  // in a plain MPI call holds a core a measuring rank may need.
+  enum class Wait {
+    idle,  // polls briefly, then sleeps between polls (20 us growing to 1 ms)
+    spin,  // polls without sleeping: the start of a timed region (ranks leave
+           // together), or a rank whose memory another reads one-sided
+  };
+  virtual void barrier(Wait how) = 0;
+  void barrier() { barrier(Wait::idle); }
+  // A barrier that keeps calling `progress` while it waits, without sleeping
+  // (a rank serving one-sided traffic of another library must not stop
+  // progressing it).
   virtual void barrier(const std::function<void()>& progress) = 0;
+  // broadcast, allgather and reduce wait as Wait::idle does.
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   // Every rank's string, in rank order, on every rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;

@@ -181,7 +181,7 @@ class CudaFused final : public FusedGemmAllReduce {
     if (communicates(phase)) ++epoch_;
     args_.epoch = epoch_;
     args_.done_target = done_target(epoch_, plan_.t);
-    rt_.barrier();
+    rt_.barrier(Runtime::Wait::spin);  // the timed phase starts together
     XB_CUDA(cudaMemsetAsync(stuck_.p, 0, sizeof(FusedStuck), compute_));
     XB_CUDA(cudaEventRecord(start_, compute_));
     const bool signal = phase == FusedPhase::sequential || phase == FusedPhase::pipelined;

@@ -89,10 +89,10 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
 // skew between ranks; nccl-tests likewise aggregates per-rank averages.
 Stats time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollConfig& cfg) {
   auto marks = comm.on_stream() ? comm.stream_marks(cfg.iters + 1) : nullptr;  // outside timing
-  rt.barrier();
+  rt.barrier(Runtime::Wait::spin);
   for (int i = 0; i < cfg.warmup; ++i) call();
   comm.synchronize();
-  rt.barrier();
+  rt.barrier(Runtime::Wait::spin);  // the timed calls start together
   std::vector<double> us;
   if (marks) {
     us = time_on_stream(comm, *marks, call, cfg.iters, cfg.graph);

@@ -21,7 +21,7 @@ namespace {
 
 // Collective: f() between a barrier and the max over ranks of its time.
 double timed(Runtime& rt, const std::function<void()>& f) {
-  rt.barrier();
+  rt.barrier(Runtime::Wait::spin);
   const auto t0 = Clock::now();
   f();
   return rt.max(elapsed_us(t0, Clock::now()));
@@ -228,7 +228,7 @@ void interleave(const GemmArConfig& cfg, const std::function<void(bool)>& apart,
 
 double time_library_allreduce(Runtime& rt, Communicator& comm, const void* send, void* recv,
                               std::size_t count) {
-  rt.barrier();
+  rt.barrier(Runtime::Wait::spin);
   if (auto marks = comm.stream_marks(2)) {
     marks->mark(0);
     comm.allreduce(send, recv, count, DType::float32, RedOp::sum);

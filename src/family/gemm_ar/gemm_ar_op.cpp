@@ -44,7 +44,7 @@ void GemmArOperator::reset() {
   for (auto& q : queues_) q->reset();
   std::atomic_thread_fence(std::memory_order_seq_cst);
   win_.sync();
-  rt_.barrier();
+  rt_.barrier(Runtime::Wait::spin);  // the next timed phase starts from here
   win_.sync();
 }
 

@@ -121,9 +121,12 @@ class HostWindows final : public RemoteWindows {
       fill_pattern(std::span(local(), n), remote_source_seed(rt_.rank()));
   }
 
+  // The peer of an rma window keeps polling while the root reads or writes
+  // it (MPI's progress may serve those transfers); the other ranks sleep.
   void settle() override {
     win_->sync();
-    rt_.barrier();
+    rt_.barrier(tr_ == Transport::rma && rt_.rank() == peer_ ? Runtime::Wait::spin
+                                                            : Runtime::Wait::idle);
     win_->sync();
   }
 
