@@ -142,6 +142,7 @@ Interval median_interval(std::vector<double> v, double confidence) {
 Judgement judge(const std::vector<double>& ratios, Grade g) {
   Judgement j;
   j.rounds = static_cast<int>(ratios.size());
+  j.ratios = ratios;
   if (ratios.empty()) return j;
   j.ratio = median_interval(ratios);
   const Verdict mid = grade(j.ratio.median, g.warn_below, g.fail_below);
@@ -151,10 +152,13 @@ Judgement judge(const std::vector<double>& ratios, Grade g) {
   return j;
 }
 
-Verdict confirm_fail(const Judgement& first, const Judgement& again) {
-  const bool both = first.verdict == Verdict::fail && first.settled &&
-                    again.verdict == Verdict::fail && again.settled;
-  return both ? Verdict::fail : Verdict::warn;
+Verdict confirm_fail(const Judgement& first, const Judgement& again, Grade g) {
+  if (first.verdict != Verdict::fail || !first.settled) return Verdict::warn;
+  if (grade(again.ratio.median, g.warn_below, g.fail_below) != Verdict::fail) return Verdict::warn;
+  std::vector<double> both = first.ratios;
+  both.insert(both.end(), again.ratios.begin(), again.ratios.end());
+  const Judgement pooled = judge(both, g);
+  return pooled.verdict == Verdict::fail && pooled.settled ? Verdict::fail : Verdict::warn;
 }
 
 }  // namespace xb

@@ -118,18 +118,20 @@ Interval median_interval(std::vector<double> values, double confidence = 0.90);
 
 struct Judgement {
   Verdict verdict = Verdict::none;
-  Interval ratio;        // of measured_i / expected_i over the rounds
-  bool settled = false;  // lo, median and hi all earn one grade
+  Interval ratio;              // of measured_i / expected_i over the rounds
+  bool settled = false;        // lo, median and hi all earn one grade
   int rounds = 0;
+  std::vector<double> ratios;  // the rounds' ratios it was judged on
 };
 // Per-round ratios -> verdict: the grade of the median when settled; when
 // not, the same but never FAIL (at most WARN). No rounds: none.
 Judgement judge(const std::vector<double>& ratios, Grade g);
 
 // A FAIL must reproduce: `first` failed (settled); `again` is a fresh
-// measurement of the same comparison. FAIL only when `again` is a settled
-// FAIL too; otherwise WARN.
-Verdict confirm_fail(const Judgement& first, const Judgement& again);
+// measurement of the same comparison. FAIL only when the median of `again`
+// fails too and the rounds of both together are a settled FAIL; otherwise
+// WARN.
+Verdict confirm_fail(const Judgement& first, const Judgement& again, Grade g);
 
 // Peers: `values` of one kind (one per device, or per pair of one link
 // class): each one's ratio to the reference of the group: the median with

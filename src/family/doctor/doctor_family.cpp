@@ -313,7 +313,7 @@ class Doctor {
       const LoadMeter meter;
       j = remeasure(c, plan_.budget());
       const CpuLoad load = meter.stop();
-      f.verdict = confirm_fail(first.judgement, j.judgement);
+      f.verdict = confirm_fail(first.judgement, j.judgement, c.grade);
       if (f.verdict != Verdict::fail) {
         f.paired_ratio = j.judgement.ratio.median;
         f.measured = j.measured;
