@@ -314,10 +314,10 @@ class Doctor {
       j = remeasure(c, plan_.budget());
       const CpuLoad load = meter.stop();
       f.verdict = confirm_fail(first.judgement, j.judgement, c.grade);
+      f.paired_ratio = j.judgement.ratio.median;  // the row shows the fresh measurement
+      f.measured = j.measured;
+      f.expected = j.expected;
       if (f.verdict != Verdict::fail) {
-        f.paired_ratio = j.judgement.ratio.median;
-        f.measured = j.measured;
-        f.expected = j.expected;
         f.why = fmt::format("did not reproduce: {:.0f} % at first, {:.0f} % measured again: the "
                             "node was busy ({}); re-run when it is quiet",
                             first.judgement.ratio.median * 100, j.judgement.ratio.median * 100,
