@@ -42,7 +42,7 @@ if(_why)
 endif()
 
 if(CCACHE_PROGRAM)
-  set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_LAUNCHER})
 endif()
 add_library(xferbench_nccl SHARED IMPORTED)
 set_target_properties(xferbench_nccl PROPERTIES IMPORTED_LOCATION ${XFERBENCH_NCCL_LIBRARY}
