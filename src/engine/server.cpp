@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "core/error.hpp"
@@ -316,7 +317,16 @@ std::string node_id() {
   return id.empty() ? host_name() : id;
 }
 
-std::string process_id() { return node_id() + "/" + std::to_string(getpid()); }
+// "<boot id>/<pid>/<nonce>": the nonce, drawn once per process, tells this
+// process from one with the same pid in another PID namespace (a container
+// on the same host), which must not take the in-process shortcut.
+std::string process_id() {
+  static const std::string id = [] {
+    std::random_device rd;
+    return fmt::format("{}/{}/{:08x}{:08x}", node_id(), getpid(), rd(), rd());
+  }();
+  return id;
+}
 
 bool on_this_node(const std::string& node) { return node.substr(0, node.find('/')) == node_id(); }
 

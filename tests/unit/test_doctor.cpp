@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
+#include "backend/common/nvlink.hpp"
 #include "backend/host/throttle.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
@@ -274,6 +275,60 @@ TEST(SysInfo, ProcStatAndTheLoadOfOthers) {
   EXPECT_NEAR(l.self_cores, 0.5, 1e-9);
   EXPECT_FALSE(cpu_load({10, 20}, {10, 20}, 0, 0, 2).known);
   EXPECT_EQ(cpu_load({10, 20}, {10.5, 24}, 0, 2, 2).other_cores, 0);  // never negative
+}
+
+// ---- NVLink classification from recorded NVML answers ----
+
+TEST(DoctorNvlink, FarEndsByRemoteTypeOrByEveryGpu) {
+  const std::vector<std::string> every = {"0000:17:00", "0000:2a:00", "0000:3d:00", "0000:4e:00"};
+  // nvmlDeviceGetNvLinkRemoteDeviceType answers: 0 GPU, 2 switch, 1 (IBM NPU) and 255 unknown.
+  EXPECT_EQ(nvlink_end_kind(0, "0000:2a:00", every), NvlinkEnd::Kind::gpu);
+  EXPECT_EQ(nvlink_end_kind(2, "0000:c1:00", every), NvlinkEnd::Kind::nvswitch);
+  EXPECT_EQ(nvlink_end_kind(255, "", every), NvlinkEnd::Kind::unknown);
+  EXPECT_EQ(nvlink_end_kind(1, "0000:c1:00", every), NvlinkEnd::Kind::unknown);
+  // An older driver without the call: a GPU hidden from CUDA is still a GPU.
+  EXPECT_EQ(nvlink_end_kind(std::nullopt, "0000:2a:00", every), NvlinkEnd::Kind::gpu);
+  EXPECT_EQ(nvlink_end_kind(std::nullopt, "0000:c1:00", every), NvlinkEnd::Kind::nvswitch);
+  EXPECT_EQ(nvlink_end_kind(std::nullopt, "", every), NvlinkEnd::Kind::unknown);
+  EXPECT_EQ(pci_key("00000000:2A:00.0"), "0000:2a:00");
+  EXPECT_EQ(pci_key("0000:17:00.0"), "0000:17:00");
+  EXPECT_EQ(pci_key("garbage"), "");
+}
+
+TEST(DoctorNvlink, PairsOverBridgesSwitchesAndHiddenGpus) {
+  using K = NvlinkEnd::Kind;
+  const auto links = [](int n, K kind, const std::string& pci) {
+    return std::vector<NvlinkEnd>(static_cast<std::size_t>(n), NvlinkEnd{kind, pci});
+  };
+  // H100 NVL bridge pairs 0-1 and 2-3, CUDA_VISIBLE_DEVICES=0,2: each visible GPU's
+  // 12 links reach a hidden GPU. The pair 0-2 is PCIe, not "NV12 via NVSwitch".
+  const auto g0 = links(12, K::gpu, "0000:2a:00"), g2 = links(12, K::gpu, "0000:4e:00");
+  EXPECT_EQ(nvlink_pair(g0, g2, "0000:3d:00", false), "");
+  // The bridge pair itself, both visible: 12 direct links.
+  EXPECT_EQ(nvlink_pair(g0, links(12, K::gpu, "0000:17:00"), "0000:2a:00", true),
+            "NV12 (NVLink x12)");
+  // HGX H200: 18 links each to NVSwitch ports.
+  const auto s0 = links(18, K::nvswitch, "0000:c1:00"), s1 = links(18, K::nvswitch, "0000:c2:00");
+  EXPECT_EQ(nvlink_pair(s0, s1, "0000:2a:00", true), "NV18 (NVLink x18 via NVSwitch)");
+  // Links whose far end NVML cannot name, but P2P says NVLink: count unknown.
+  EXPECT_EQ(nvlink_pair(links(4, K::unknown, ""), links(4, K::unknown, ""), "0000:2a:00", true),
+            "NVLink (NVML P2P status; link count unknown)");
+  EXPECT_EQ(nvlink_pair({}, {}, "0000:2a:00", false), "");
+}
+
+TEST(DoctorLinks, NvlinkWithoutCountHasNoPcieFigureAndPcieUsesTheMaximumSpeed) {
+  EXPECT_TRUE(is_nvlink("NV18 (NVLink x18 via NVSwitch)"));
+  EXPECT_TRUE(is_nvlink("NVLink (NVML P2P status; link count unknown)"));
+  EXPECT_FALSE(is_nvlink("NODE (PCIe through the CPU)"));
+  EXPECT_FALSE(is_nvlink(""));
+  // An idle H200 whose Gen5 link trained down to Gen1 (2.5 GT/s) to save power:
+  // the expectation stays Gen5 x16.
+  EXPECT_NEAR(*pcie_expected_raw("2.5 GT/s PCIe", "32.0 GT/s PCIe", 16, 16), 63.015, 0.01);
+  // A card in an x8 slot: its current width counts.
+  EXPECT_NEAR(*pcie_expected_raw("32.0 GT/s PCIe", "32.0 GT/s PCIe", 8, 16), 31.508, 0.01);
+  EXPECT_NEAR(*pcie_expected_raw("16.0 GT/s PCIe", "Unknown", 16, 16), 31.508, 0.01);
+  EXPECT_FALSE(pcie_expected_raw("Unknown", "", 16, 16));
+  EXPECT_FALSE(pcie_expected_raw("32.0 GT/s PCIe", "32.0 GT/s PCIe", 0, 0));
 }
 
 }  // namespace xb

@@ -66,7 +66,10 @@ void CudaEvent::synchronize() {
 bool CudaEvent::query() {
   if (!event_.get()) return false;
   const cudaError_t e = cudaEventQuery(event_.get());
-  if (e == cudaErrorNotReady) return false;
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // NotReady stays in the thread's last-error slot otherwise
+    return false;
+  }
   XB_CUDA(e);
   return true;
 }
@@ -196,8 +199,12 @@ Support CudaBackend::peer_access(int src, int dst) const {
 std::string CudaBackend::link_type(int a, int b) const {
   check_device(a);
   check_device(b);
-  std::call_once(links_once_, [this] { links_ = read_links(gpus_); });
-  return links_[pair_index(a, b, gpus_.size())];
+  return topology().links[pair_index(a, b, gpus_.size())];
+}
+
+const Topology& CudaBackend::topology() const {
+  std::call_once(topo_once_, [this] { topo_ = read_topology(gpus_); });
+  return topo_;
 }
 
 Bytes CudaBackend::free_memory(MemKind kind, int device) const {
@@ -291,6 +298,7 @@ std::unique_ptr<Buffer> CudaBackend::allocate_pinned_near(int device, Bytes size
   }
   std::memset(p, 0, size);  // the pages land on the node now
   if (const cudaError_t e = cudaHostRegister(p, size, cudaHostRegisterPortable); e != cudaSuccess) {
+    (void)cudaGetLastError();  // the caller may go on (doctor's numa check): no stale error
     munmap(p, size);
     check(e, "cudaHostRegister");
   }
@@ -332,7 +340,7 @@ LinkFacts CudaBackend::link_facts(int device) const {
     f.arch_minor = minor;
   }
   (void)cudaGetLastError();
-  f.nvlink_links = active_nvlinks(gpu(device));
+  f.nvlink_links = topology().nvlinks[static_cast<std::size_t>(device)];
   f.source = fmt::format("sysfs {}, CUDA attributes, NVML", pci);
   return f;
 }

@@ -317,6 +317,7 @@ class CudaFused final : public FusedGemmAllReduce {
         const cudaError_t q = cudaEventQuery(e);
         if (q == cudaSuccess) break;
         if (q != cudaErrorNotReady) XB_CUDA(q);
+        (void)cudaGetLastError();  // NotReady must not reach the next launch's error check
         if (std::chrono::steady_clock::now() > deadline)
           throw RuntimeError(fmt::format(
               "watchdog: GPU{} did not finish the fused phase within {:.0f} s", dev_,

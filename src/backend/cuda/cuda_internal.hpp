@@ -70,6 +70,13 @@ struct GpuInfo {
   int max_tile = 0;  // opt-in shared memory per block, bytes
 };
 
+// What read_topology finds: the link types between GPUs in nvidia-smi
+// topo's vocabulary, and each GPU's active NVLinks.
+struct Topology {
+  std::vector<std::string> links;  // row-major GPU x GPU
+  std::vector<int> nvlinks;        // per GPU: its active NVLinks (NVML; 0 without NVML or NVLink)
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend();
@@ -116,8 +123,9 @@ class CudaBackend final : public Backend {
   std::vector<DeviceInfo> devices_;
   std::vector<Support> peer_;  // row-major src x dst
   std::vector<bool> peer_enabled_;
-  mutable std::once_flag links_once_;
-  mutable std::vector<std::string> links_;  // read on the first link_type()
+  const Topology& topology() const;  // read once, on first use
+  mutable std::once_flag topo_once_;
+  mutable Topology topo_;
 };
 
 std::unique_ptr<Copier> make_copier(CudaBackend& backend, Method m, const CopierOptions& opts);
@@ -129,12 +137,10 @@ Support copier_fits(const CudaBackend& backend, Method m, const CopierOptions& o
 
 // Fills each GPU's nearest NUMA node (hwloc).
 void read_numa(std::vector<GpuInfo>& gpus);
-// The link types between GPUs, row-major, in nvidia-smi topo's vocabulary:
 // NVLink counts from NVML when its library loads at run time, else the PCIe
-// path hwloc sees. Slow (NVML start-up): only `topo` asks for it.
-std::vector<std::string> read_links(const std::vector<GpuInfo>& gpus);
-// The GPU's active NVLinks (NVML; 0 without NVML or NVLink).
-int active_nvlinks(const GpuInfo& gpu);
+// path hwloc sees. Slow (NVML start-up): the backend reads it once, when
+// `topo` or doctor first asks.
+Topology read_topology(const std::vector<GpuInfo>& gpus);
 // Its clock-hold counters now (NVML's violation status).
 ClockHolds clock_holds(const GpuInfo& gpu);
 

@@ -96,6 +96,7 @@ __global__ void copy_bytes(unsigned char* dst, const unsigned char* src, std::si
 }  // namespace
 
 cudaError_t launch_latch(cudaStream_t s, volatile int* flag, unsigned long long timeout_ns) {
+  (void)cudaGetLastError();  // report this launch's error only, not a stale one
   latch_kernel<<<1, 1, 0, s>>>(flag, timeout_ns);
   return cudaGetLastError();
 }
@@ -108,6 +109,7 @@ cudaError_t launch_copy(cudaStream_t s, void* dst, const void* src, std::size_t 
   const bool aligned = (reinterpret_cast<std::uintptr_t>(d) % 16 == 0) &&
                        (reinterpret_cast<std::uintptr_t>(p) % 16 == 0);
   const std::size_t n16 = aligned ? n / 16 : 0;
+  (void)cudaGetLastError();  // report this launch's error only, not a stale one
   if (n16 > 0) {
     if (tile == 0)
       copy_direct<<<blocks, kCopyThreads, 0, s>>>(reinterpret_cast<uint4*>(d),

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "backend/common/hwloc_util.hpp"
+#include "backend/common/nvlink.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 
 namespace xb::cuda {
@@ -36,11 +38,6 @@ constexpr unsigned kNvlinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
 constexpr int kP2pCapsNvlink = 2;  // NVML_P2P_CAPS_INDEX_NVLINK
 constexpr int kP2pStatusOk = 0;    // NVML_P2P_STATUS_OK
-
-struct NvLinks {
-  std::vector<std::vector<PciAddr>> peers;  // per GPU: the far end of each active link
-  std::vector<char> p2p;                    // row-major: NVML says the pair talks over NVLink
-};
 
 // libnvidia-ml, opened and initialised for one query; `ok` false where the
 // driver's library is missing (a build machine) or does not initialise.
@@ -80,33 +77,65 @@ class Nvml {
   int (*by_bus_)(const char*, NvmlDevice*) = nullptr;
 };
 
-// The far ends of a GPU's active NVLinks.
-std::vector<PciAddr> active_links(const Nvml& nvml, NvmlDevice h) {
-  std::vector<PciAddr> out;
-  auto state = nvml.sym<int (*)(NvmlDevice, unsigned, int*)>("nvmlDeviceGetNvLinkState");
-  auto remote =
-      nvml.sym<int (*)(NvmlDevice, unsigned, NvmlPciInfo*)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  if (!h || !state || !remote) return out;
-  for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
-    int active = 0;
+std::string pci_key_of(const NvmlPciInfo& p) {
+  return fmt::format("{:04x}:{:02x}:{:02x}", p.domain & 0xffffu, p.bus, p.device);
+}
+
+// Every GPU NVML knows, visible to CUDA or not, by PCI address.
+std::vector<std::string> all_gpus(const Nvml& nvml) {
+  std::vector<std::string> out;
+  auto count = nvml.sym<int (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+  auto by_index = nvml.sym<int (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
+  auto pci = nvml.sym<int (*)(NvmlDevice, NvmlPciInfo*)>("nvmlDeviceGetPciInfo_v3");
+  unsigned n = 0;
+  if (!count || !by_index || !pci || count(&n) != 0) return out;
+  for (unsigned i = 0; i < n; ++i) {
+    NvmlDevice h = nullptr;
     NvmlPciInfo info{};
-    if (state(h, link, &active) != 0 || active != 1) continue;
-    if (remote(h, link, &info) != 0) continue;
-    out.push_back({info.domain, info.bus, info.device});
+    if (by_index(i, &h) == 0 && pci(h, &info) == 0) out.push_back(pci_key_of(info));
   }
   return out;
 }
 
+// A GPU's active NVLinks, each with what its far end is. A link counts by
+// its state alone: one whose far end NVML cannot name is still active.
+std::vector<NvlinkEnd> active_links(const Nvml& nvml, NvmlDevice h,
+                                    const std::vector<std::string>& gpus) {
+  std::vector<NvlinkEnd> out;
+  auto state = nvml.sym<int (*)(NvmlDevice, unsigned, int*)>("nvmlDeviceGetNvLinkState");
+  auto remote =
+      nvml.sym<int (*)(NvmlDevice, unsigned, NvmlPciInfo*)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  auto type = nvml.sym<int (*)(NvmlDevice, unsigned, int*)>("nvmlDeviceGetNvLinkRemoteDeviceType");
+  if (!h || !state) return out;
+  for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
+    int active = 0;
+    if (state(h, link, &active) != 0 || active != 1) continue;
+    NvmlPciInfo info{};
+    const std::string far = remote && remote(h, link, &info) == 0 ? pci_key_of(info) : "";
+    int t = -1;
+    const std::optional<int> kind =
+        type && type(h, link, &t) == 0 ? std::optional<int>(t) : std::nullopt;
+    out.push_back({nvlink_end_kind(kind, far, gpus), far});
+  }
+  return out;
+}
+
+struct NvLinks {
+  std::vector<std::vector<NvlinkEnd>> ends;  // per GPU: its active links
+  std::vector<char> p2p;                     // row-major: NVML says the pair talks over NVLink
+};
+
 NvLinks nvlink_peers(const std::vector<GpuInfo>& gpus) {
   NvLinks links;
-  links.peers.resize(gpus.size());
+  links.ends.resize(gpus.size());
   links.p2p.assign(gpus.size() * gpus.size(), 0);
   const Nvml nvml;
   if (!nvml.ok()) return links;
+  const std::vector<std::string> every = all_gpus(nvml);
   std::vector<NvmlDevice> handles(gpus.size(), nullptr);
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     handles[g] = nvml.device(gpus[g].pci);
-    links.peers[g] = active_links(nvml, handles[g]);
+    links.ends[g] = active_links(nvml, handles[g], every);
   }
   auto p2p = nvml.sym<int (*)(NvmlDevice, NvmlDevice, int, int*)>("nvmlDeviceGetP2PStatus");
   for (std::size_t a = 0; p2p && a < gpus.size(); ++a)
@@ -149,13 +178,6 @@ std::string pcie_path(hwloc_topology_t t, hwloc_obj_t a, hwloc_obj_t b) {
   return "SYS (PCIe across CPU sockets)";
 }
 
-// Links whose far end is no GPU of ours: NVSwitch ports.
-int switch_links(const std::vector<PciAddr>& peers, const std::vector<PciAddr>& gpus) {
-  int n = 0;
-  for (const auto& p : peers) n += std::find(gpus.begin(), gpus.end(), p) == gpus.end();
-  return n;
-}
-
 }  // namespace
 
 namespace {
@@ -178,39 +200,27 @@ void read_numa(std::vector<GpuInfo>& gpus) {
   for (auto& g : gpus) g.info.numa = numa_of(hw->get(), pci_object(hw->get(), g.pci));
 }
 
-std::vector<std::string> read_links(const std::vector<GpuInfo>& gpus) {
+Topology read_topology(const std::vector<GpuInfo>& gpus) {
   const std::size_t n = gpus.size();
-  std::vector<std::string> links;
+  Topology t;
   std::vector<hwloc_obj_t> objs(n, nullptr);
   const auto hw = io_topology();
   for (std::size_t g = 0; hw && g < n; ++g) objs[g] = pci_object(hw->get(), gpus[g].pci);
   const NvLinks nv = nvlink_peers(gpus);
-  std::vector<PciAddr> addr(n);
-  for (std::size_t g = 0; g < n; ++g) parse_pci(gpus[g].pci, addr[g]);
   for (std::size_t a = 0; a < n; ++a) {
+    t.nvlinks.push_back(static_cast<int>(nv.ends[a].size()));
     for (std::size_t b = 0; b < n; ++b) {
-      int direct = 0;
-      for (const auto& p : nv.peers[a]) direct += p == addr[b];
-      const int to_switch = switch_links(nv.peers[a], addr);
-      if (a == b)
-        links.emplace_back("X");
-      else if (direct > 0)
-        links.push_back(fmt::format("NV{} (NVLink x{})", direct, direct));
-      else if (to_switch > 0 && switch_links(nv.peers[b], addr) > 0)
-        links.push_back(fmt::format("NV{} (NVLink x{} via NVSwitch)", to_switch, to_switch));
-      else if (nv.p2p[a * n + b])
-        links.push_back("NVLink (NVML P2P status; link count unknown)");
-      else
-        links.push_back(hw ? pcie_path(hw->get(), objs[a], objs[b])
-                           : std::string("PCIe (no hwloc topology)"));
+      if (a == b) {
+        t.links.emplace_back("X");
+        continue;
+      }
+      std::string link = nvlink_pair(nv.ends[a], nv.ends[b], pci_key(gpus[b].pci), nv.p2p[a * n + b]);
+      if (link.empty())
+        link = hw ? pcie_path(hw->get(), objs[a], objs[b]) : std::string("PCIe (no hwloc topology)");
+      t.links.push_back(std::move(link));
     }
   }
-  return links;
-}
-
-int active_nvlinks(const GpuInfo& gpu) {
-  const Nvml nvml;
-  return static_cast<int>(active_links(nvml, nvml.device(gpu.pci)).size());
+  return t;
 }
 
 ClockHolds clock_holds(const GpuInfo& gpu) {

@@ -156,17 +156,20 @@ __global__ void arrive_rows(FusedArgs a, std::int64_t row0, std::int64_t rows) {
 }  // namespace
 
 cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks) {
+  (void)cudaGetLastError();  // report this launch's error only, not a stale one
   fused_comm<<<blocks, kFusedThreads, 0, s>>>(a);
   return cudaGetLastError();
 }
 
 cudaError_t launch_set_flags(cudaStream_t s, unsigned* flags, int n, unsigned value) {
+  (void)cudaGetLastError();
   set_flags<<<1, 128, 0, s>>>(flags, n, value);
   return cudaGetLastError();
 }
 
 cudaError_t launch_arrive_rows(cudaStream_t s, const FusedArgs& a, std::int64_t row0,
                                std::int64_t rows) {
+  (void)cudaGetLastError();
   arrive_rows<<<4, 256, 0, s>>>(a, row0, rows);
   return cudaGetLastError();
 }

@@ -166,6 +166,7 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   void abort_capture() noexcept override {
     cudaGraph_t g = nullptr;
     if (cudaStreamEndCapture(stream_, &g) == cudaSuccess && g) (void)cudaGraphDestroy(g);
+    (void)cudaGetLastError();  // an invalidated capture leaves its error in the slot
   }
   bool begin_capture() override {
     drop_graph();  // the previous graph has run: synchronize() came after its launch

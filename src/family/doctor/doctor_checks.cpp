@@ -82,6 +82,19 @@ std::optional<int> nvlink_count(const std::string& link_type) {
   return n > 0 ? std::optional<int>(n) : std::nullopt;
 }
 
+bool is_nvlink(const std::string& link_type) {
+  return nvlink_count(link_type).has_value() || link_type.rfind("NVLink", 0) == 0;
+}
+
+std::optional<double> pcie_expected_raw(const std::string& current_speed,
+                                        const std::string& max_speed, int width, int max_width) {
+  const auto speed = parse_link_speed(max_speed) ? parse_link_speed(max_speed)
+                                                 : parse_link_speed(current_speed);
+  const int lanes = width > 0 ? width : max_width;
+  if (!speed || lanes <= 0) return std::nullopt;
+  return pcie_lane_gbps(*speed) * lanes;
+}
+
 std::optional<ClockHeld> clock_held(const ClockHolds& b, const ClockHolds& a) {
   const std::pair<double, const char*> d[] = {{a.power_s - b.power_s, "power limit"},
                                               {a.thermal_s - b.thermal_s, "thermal limit"},

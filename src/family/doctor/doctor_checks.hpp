@@ -76,6 +76,16 @@ double nvlink_link_gbps(int arch_major, int arch_minor);
 // The NVLink count a link description starts with ("NV18 (NVLink x18 via
 // NVSwitch)" -> 18); nullopt for PCIe paths and "NVLink" without a count.
 std::optional<int> nvlink_count(const std::string& link_type);
+// Whether a link description is NVLink at all, with or without a count
+// ("NVLink (NVML P2P status; link count unknown)" is: it has no PCIe figure).
+bool is_nvlink(const std::string& link_type);
+
+// The raw GB/s per direction a PCIe link should give: its maximum speed (an
+// idle GPU's link may train down to save power; the `link` row reports a
+// link below its maximum) at its current width (fallback: maximum); nullopt
+// where sysfs does not say.
+std::optional<double> pcie_expected_raw(const std::string& current_speed,
+                                        const std::string& max_speed, int width, int max_width);
 
 // Seconds a device's clocks were held down during a run, from its
 // clock-hold counters (Backend::clock_holds) before and after: the largest

@@ -67,11 +67,18 @@ Plan plan_of(bool quick, bool full) {
   return {};
 }
 
-// A device's PCIe link as it trained: raw GB/s per direction, if reported.
+// What a device's PCIe link should give: raw GB/s per direction, if reported.
 std::optional<double> pcie_raw_gbps(const LinkFacts& f) {
-  const auto gts = parse_link_speed(f.pcie_current_speed);
-  if (!gts || f.pcie_width <= 0) return std::nullopt;
-  return pcie_lane_gbps(*gts) * f.pcie_width;
+  return pcie_expected_raw(f.pcie_current_speed, f.pcie_max_speed, f.pcie_width,
+                           f.pcie_max_width);
+}
+
+// "Gen5 x16" of the figure pcie_raw_gbps takes.
+std::string pcie_text(const LinkFacts& f) {
+  const auto gts = parse_link_speed(f.pcie_max_speed) ? parse_link_speed(f.pcie_max_speed)
+                                                      : parse_link_speed(f.pcie_current_speed);
+  return fmt::format("{} x{}", gts ? pcie_generation(*gts) : std::string("?"),
+                     f.pcie_width > 0 ? f.pcie_width : f.pcie_max_width);
 }
 
 // The host memory reference: memcpy of `size` bytes split over every core,
@@ -354,9 +361,8 @@ class Doctor {
                                "PCIe link here",
                                be_.name())};
       return {*raw * kPcieEfficiency,
-              fmt::format("PCIe {} x{} ({:.1f} GB/s raw per direction) x {:.2f} efficiency",
-                          pcie_generation(*parse_link_speed(f.pcie_current_speed)), f.pcie_width,
-                          *raw, kPcieEfficiency)};
+              fmt::format("PCIe {} ({:.1f} GB/s raw per direction) x {:.2f} efficiency",
+                          pcie_text(f), *raw, kPcieEfficiency)};
     }
     if (p.kase == "d2d") {
       if (f.mem_clock_khz <= 0 || f.mem_bus_bits <= 0)
@@ -386,6 +392,9 @@ class Doctor {
                           "efficiency",
                           type, *n, per, a.arch_major, a.arch_minor, kNvlinkEfficiency)};
     }
+    if (is_nvlink(type))
+      return {0, fmt::format("no expected figure: {}; compared with the other pairs instead",
+                             type)};
     const auto ra = pcie_raw_gbps(a), rb = pcie_raw_gbps(b);
     if (!ra || !rb)
       return {0, fmt::format("no expected figure for p2p over {}: the links are not reported; "
