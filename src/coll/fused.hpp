@@ -164,6 +164,12 @@ class FusedGemmAllReduce {
   virtual const FusedPlan& plan() const = 0;
   // "GPU0 (NVIDIA H200), shared by 2 ranks: they time-share it"
   virtual std::string placement() const = 0;
+  // Collective, on the normal path before destruction: releases what other
+  // ranks map (every rank closes its imports of the others' windows, then a
+  // barrier, then each frees its own: freeing an exported region before its
+  // importers closed it is undefined). The destructor alone, on an error's
+  // way out, frees without waiting.
+  virtual void close() {}
 };
 
 }  // namespace xb

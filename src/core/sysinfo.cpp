@@ -84,10 +84,15 @@ CpuTimes read_cpu_times() {
 }
 
 double process_cpu_s() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
+  const auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  double total = 0;
+  for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    if (getrusage(who, &u) == 0) total += s(u.ru_utime) + s(u.ru_stime);
+  }
+  return total;
 }
 
 CpuLoad cpu_load(const CpuTimes& before, const CpuTimes& after, double self_before_s,

@@ -25,7 +25,8 @@ struct CpuTimes {
 std::optional<CpuTimes> parse_proc_stat(const std::string& text, double hz);
 // Now, for this machine; zeros when /proc/stat cannot be read.
 CpuTimes read_cpu_times();
-// This process's user + system time, every thread, in seconds (getrusage).
+// This process's user + system time, every thread, and that of its children
+// it has waited for (doctor's ranked runs), in seconds (getrusage).
 double process_cpu_s();
 
 // What the other processes of the machine did over an interval: the busy

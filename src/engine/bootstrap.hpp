@@ -63,13 +63,11 @@ struct ServerSummary {
 };
 
 // This machine's identity for "same node" (the kernel's boot id), and this
-// process's ("<boot id>/<pid>"), as a descriptor's `node` carries it.
+// process's ("<boot id>/<pid>/<nonce>"), as a descriptor's `node` carries it.
 std::string node_id();
 std::string process_id();
-// Whether a descriptor's `node` is this node, and this very process (a
-// selftest: IPC handles cannot be opened by the process that made them).
+// Whether a descriptor's `node` is this node (IPC works on its node only).
 bool on_this_node(const std::string& node);
-bool in_this_process(const std::string& node);
 
 // Serves until `clients` sessions have ended. Throws UsageError for a bad
 // address, RuntimeError when fewer than `clients` connected in time.

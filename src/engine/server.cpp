@@ -330,7 +330,6 @@ std::string process_id() {
 
 bool on_this_node(const std::string& node) { return node.substr(0, node.find('/')) == node_id(); }
 
-bool in_this_process(const std::string& node) { return node == process_id(); }
 
 ServerSummary serve(const ServerConfig& cfg) {
   if (cfg.clients < 1) throw UsageError("--clients must be at least 1");

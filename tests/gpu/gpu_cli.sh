@@ -15,10 +15,12 @@ if [ -n "$why" ]; then
   echo "SKIP: no GPU here: $why"
   exit 77
 fi
-if [ "$np" = "gpus" ]; then  # one rank per GPU, at most 2
+if [ "$np" = "gpus" ] || [ "$np" = "allgpus" ]; then  # one rank per GPU: at most 2, or 8
+  most=2
+  [ "$np" = "allgpus" ] && most=8
   np=$("$xb" list --backend cuda --format json | /usr/bin/python3 -c '
 import json, sys
-print(min(2, len(json.load(sys.stdin)["env"]["devices"])))')
+print(min('"$most"', len(json.load(sys.stdin)["env"]["devices"])))')
 fi
 if [ "$np" = "-" ]; then
   out=$("$xb" "$@" 2>&1)

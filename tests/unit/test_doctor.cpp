@@ -257,6 +257,13 @@ TEST(DoctorNoise, BusyNodeHealthyPairsNeverFailAndSlowOnesAlwaysDo) {
   EXPECT_EQ(slow_fail, 300);
 }
 
+TEST(DoctorNoise, ASingleMeasurementOnABusyNodeCannotConvict) {
+  EXPECT_TRUE(too_busy_to_judge(1.8, 2, 0.02));   // the engine's selftest beside the mixed load
+  EXPECT_TRUE(too_busy_to_judge(0.0, 2, 0.30));   // its own samples spread
+  EXPECT_FALSE(too_busy_to_judge(0.3, 2, 0.05));  // a quiet node
+  EXPECT_FALSE(too_busy_to_judge(1.5, 16, 0.05));
+}
+
 TEST(SysInfo, ProcStatAndTheLoadOfOthers) {
   const std::string stat =
       "cpu  1000 20 300 5000 80 10 5 15 0 0\n"

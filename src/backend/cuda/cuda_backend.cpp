@@ -44,6 +44,8 @@ CudaBuffer::~CudaBuffer() {
       (void)cudaHostUnregister(data());
       munmap(data(), size());
       break;
+    case Owner::borrowed:
+      break;
   }
 }
 
@@ -366,7 +368,10 @@ std::string CudaBackend::export_buffer(const Buffer& buf) {
   set_device(buf.device());
   cudaIpcMemHandle_t h{};
   XB_CUDA(cudaIpcGetMemHandle(&h, buf.data()));
-  return std::string(reinterpret_cast<const char*>(&h), sizeof h);
+  std::string handle(reinterpret_cast<const char*>(&h), sizeof h);
+  const std::lock_guard<std::mutex> lock(exports_mu_);
+  exports_[handle] = {buf.data(), buf.device()};
+  return handle;
 }
 
 std::unique_ptr<Buffer> CudaBackend::import_buffer(const std::string& handle, int device,
@@ -375,6 +380,18 @@ std::unique_ptr<Buffer> CudaBackend::import_buffer(const std::string& handle, in
   cudaIpcMemHandle_t h{};
   if (handle.size() != sizeof h) throw RuntimeError("malformed CUDA IPC handle");
   std::memcpy(&h, handle.data(), sizeof h);
+  {
+    // A handle this process exported cannot be opened here (CUDA refuses
+    // its own handles): the memory itself, on its own device, borrowed, with
+    // peer access from `device` so a copy goes over NVLink, not the host.
+    const std::lock_guard<std::mutex> lock(exports_mu_);
+    if (const auto it = exports_.find(handle); it != exports_.end()) {
+      const auto [ptr, owner] = it->second;
+      if (owner != device && peer_access(device, owner).ok) enable_peer(device, owner);
+      return std::make_unique<CudaBuffer>(MemKind::device, owner, size, ptr,
+                                          CudaBuffer::Owner::borrowed);
+    }
+  }
   set_device(device);
   void* p = nullptr;
   XB_CUDA(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));

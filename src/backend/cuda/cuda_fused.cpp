@@ -165,6 +165,14 @@ class CudaFused final : public FusedGemmAllReduce {
       if (s) (void)cudaStreamDestroy(s);
   }
 
+  void close() override {
+    set_device(dev_);
+    XB_CUDA(cudaDeviceSynchronize());
+    peers_.clear();  // cudaIpcCloseMemHandle of every import
+    rt_.barrier();   // every rank has closed its imports of this window
+    window_.reset();
+  }
+
   void set_inputs(const std::vector<float>& A, const std::vector<float>& B) override {
     set_device(dev_);
     upload(A, A_);

@@ -3,6 +3,7 @@
 // and the copier. Only cuda_*.cpp and nccl_communicator.cpp include this.
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,7 +21,8 @@ void set_device(int device);
 
 class CudaBuffer final : public Buffer {
  public:
-  enum class Owner { cuda_malloc, cuda_host, heap, ipc, registered };  // registered: mmap + cudaHostRegister
+  // registered: mmap + cudaHostRegister; borrowed: another buffer's memory, not freed here
+  enum class Owner { cuda_malloc, cuda_host, heap, ipc, registered, borrowed };
   CudaBuffer(MemKind kind, int device, Bytes size, void* data, Owner owner)
       : Buffer(kind, device, size, data), owner_(owner) {}
   ~CudaBuffer() override;
@@ -124,6 +126,8 @@ class CudaBackend final : public Backend {
   std::vector<Support> peer_;  // row-major src x dst
   std::vector<bool> peer_enabled_;
   const Topology& topology() const;  // read once, on first use
+  std::mutex exports_mu_;
+  std::map<std::string, std::pair<void*, int>> exports_;  // handles this process exported
   mutable std::once_flag topo_once_;
   mutable Topology topo_;
 };

@@ -158,7 +158,12 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     });
   }
 
-  void synchronize() override { XB_CUDA(cudaStreamSynchronize(stream_)); }
+  // A graph that has run is dropped here: it must not outlive the marks'
+  // events and the buffers it references (review finding 8).
+  void synchronize() override {
+    XB_CUDA(cudaStreamSynchronize(stream_));
+    drop_graph();
+  }
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
     return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
   }

@@ -115,14 +115,28 @@ Stats time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollCo
   return {v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
-// A fresh run outside timing; returns #wrong summed over the ranks.
+// A fresh run outside timing, into a poisoned output (out of place), and
+// replayed from a graph when the timed calls were (--graph: what a graph
+// computes is checked, not only the eager call); returns #wrong summed over
+// the ranks.
 std::int64_t check(Runtime& rt, Backend& b, Communicator& comm, CollBuffers& bufs,
                    const CollCase& c, const CollCounts& k, bool inplace, const CollConfig& cfg) {
   Bytes off = 0;
   const Call call = place(b, comm, bufs, c, k, inplace, &off);
-  call();
-  comm.synchronize();
   const std::size_t es = dtype_size(c.dtype);
+  if (!inplace && k.recv > 0) {  // 0xFF: NaN in every float type, -1 in the integers
+    std::fill_n(bufs.host.begin(), k.recv * es, std::byte{0xFF});
+    b.write(*bufs.recv, off, std::span<const std::byte>(bufs.host.data(), k.recv * es));
+  }
+  const bool graph = cfg.graph && comm.on_stream() && comm.begin_capture();
+  try {
+    call();
+  } catch (...) {
+    if (graph) comm.abort_capture();
+    throw;
+  }
+  if (graph) comm.end_capture_and_replay();
+  comm.synchronize();
   std::size_t wrong = 0;
   if (receives(c, comm.rank())) {
     Buffer& out = inplace ? *bufs.inplace : *bufs.recv;

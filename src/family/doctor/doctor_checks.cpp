@@ -82,6 +82,10 @@ std::optional<int> nvlink_count(const std::string& link_type) {
   return n > 0 ? std::optional<int>(n) : std::nullopt;
 }
 
+bool too_busy_to_judge(double other_cores, int cores, double cv) {
+  return other_cores > 0.25 * std::max(cores, 1) || cv > kNoiseLimit;
+}
+
 bool is_nvlink(const std::string& link_type) {
   return nvlink_count(link_type).has_value() || link_type.rfind("NVLink", 0) == 0;
 }

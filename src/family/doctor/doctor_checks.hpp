@@ -143,6 +143,12 @@ Judgement judge(const std::vector<double>& ratios, Grade g);
 // WARN.
 Verdict confirm_fail(const Judgement& first, const Judgement& again, Grade g);
 
+// A check measured once, not in rounds (the engine's selftest, a ranked
+// run): it cannot be judged where other processes kept more than a quarter
+// of the cores busy around it or its samples spread beyond kNoiseLimit; a
+// FAIL there is at most WARN.
+bool too_busy_to_judge(double other_cores, int cores, double cv);
+
 // Peers: `values` of one kind (one per device, or per pair of one link
 // class): each one's ratio to the reference of the group: the median with
 // 3 or more members, the best with 2. Empty for fewer than 2.

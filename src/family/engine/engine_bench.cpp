@@ -221,13 +221,10 @@ class Ipc final : public OnBuffer {
 
  private:
   Buffer& memory() override { return *local_; }
-  // The server's region: imported through its handle, or, when the server
-  // is this process (selftest: a process cannot open its own handles), its
-  // own device pointer, not owned.
+  // The server's region, imported through its handle (when the server is
+  // this process, the selftest, the backend maps its own export: a process
+  // cannot open its own CUDA IPC handles).
   static std::unique_ptr<Buffer> map(Backend& be, int device, const engine::SegmentDescriptor& seg) {
-    if (engine::in_this_process(seg.node))
-      return std::make_unique<Buffer>(MemKind::device, device, seg.ipc_size,
-                                      reinterpret_cast<void*>(seg.base - seg.ipc_offset));
     return be.import_buffer(seg.ipc, device, seg.ipc_size);
   }
   void enqueue(Op op, const Req& r) {

@@ -151,6 +151,7 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
       const std::vector<float> out = op->output();
       if (cfg.check)  // the comm phases left the reduced output
         set_check_fields(rt, res.records.back(), outcome(cfg, op->plan(), out, ""), cfg);
+      op->close();
     }
     return res;
   }
@@ -190,6 +191,7 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
   const std::vector<float> out = op->output();
   add_gemm_ar_records(rt, cfg, outcome(cfg, op->plan(), out, lib.comm ? lib.comm->name() : ""),
                       ph, res.records);
+  op->close();
   rt.barrier();
   return res;
 }
