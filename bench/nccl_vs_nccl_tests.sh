@@ -2,10 +2,14 @@
 # Side by side, in one invocation: `xferbench coll --backend cuda` and
 # nccl-tests (2.19.6, built by ../shared/peers/build.sh) for every collective
 # nccl-tests has, on the same sizes (8 B x GPUs .. 1 GiB x2), -n and -w, one rank per
-# GPU, float sum, out of place. Prints per size the time and algbw of both and
-# the ratio xferbench/nccl-tests; the targets are algbw >= 0.95x at every size
-# from 64 KiB and, below that, a time within 1 us of nccl-tests'. Where no GPU
-# is usable it prints `waived: <reason>` and exits 0.
+# GPU, float sum, out of place, like for like: both one process per GPU (nccl-tests
+# under mpiexec with -g 1 where it was built with MPI; else one process driving every
+# GPU with -g, said in the output, which is host-bound at small sizes), and the same
+# statistic: the mean time of the iterations averaged over ranks (nccl-tests' -a 1;
+# xferbench -a avg and its time_us.mean, not its default median and max over ranks).
+# Prints per size the time and algbw of both and the ratio xferbench/nccl-tests; the
+# targets are algbw >= 0.95x at every size from 64 KiB and, below that, a time within
+# 1 us of nccl-tests'. Where no GPU is usable it prints `waived: <reason>` and exits 0.
 #
 #   bench/nccl_vs_nccl_tests.sh PEER_DIR [XFERBENCH] [GPUS] [ITERS] [WARMUP]
 #   (defaults: build/default/xferbench, every visible GPU, 20, 5)
@@ -24,14 +28,21 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 min=$((8 * gpus))  # every collective splits it evenly over the ranks (float)
 ops="all_reduce:allreduce all_gather:allgather reduce_scatter:reducescatter broadcast:broadcast
      reduce:reduce alltoall:alltoall sendrecv:sendrecv"
+if ldd "$peers/all_reduce_perf" 2>/dev/null | grep -q libmpi; then
+  nt_run=(mpiexec -n "$gpus"); nt_gpus=1
+  echo "nccl-tests: one process per GPU (mpiexec -n $gpus, -g 1)"
+else
+  nt_run=(); nt_gpus=$gpus
+  echo "nccl-tests: built without MPI: one process driving $gpus GPUs (-g $gpus), host-bound at small sizes"
+fi
 for pair in $ops; do
   nt=${pair%%:*}; op=${pair##*:}
-  # nccl-tests: one process driving every GPU (-g), no MPI; -c 0: no check in the timing.
-  "$peers/${nt}_perf" -b "$min" -e 1G -f 2 -g "$gpus" -n "$iters" -w "$warmup" -c 0 -o sum -d float \
-    > "$tmp/nt_$op.txt"
-  # xferbench: one rank per GPU under mpiexec.
+  # nccl-tests: -c 0, no check in the timing; -a 1, the mean averaged over ranks.
+  "${nt_run[@]}" "$peers/${nt}_perf" -b "$min" -e 1G -f 2 -g "$nt_gpus" -n "$iters" -w "$warmup" \
+    -c 0 -a 1 -o sum -d float > "$tmp/nt_$op.txt"
+  # xferbench: one rank per GPU under mpiexec, averaged over ranks.
   "$xb" coll "$op" --backend cuda --ranks "$gpus" -b "$min" -e 1G -f 2 -n "$iters" -w "$warmup" \
-    --outofplace -d float --redop sum --format json -o "$tmp/xb_$op.json" -q
+    --outofplace -d float --redop sum -a avg --format json -o "$tmp/xb_$op.json" -q
 done
 
 "$py" - "$tmp" "$ops" <<'PY'
@@ -49,7 +60,8 @@ def nccl_tests(path):
             rows[int(f[0])] = (float(f[5]), float(f[6]))
     return rows
 
-print("out of place, float, sum; time in us, algbw in GB/s; ratio = xferbench / nccl-tests algbw")
+print("out of place, float, sum; mean time in us (averaged over ranks), algbw in GB/s from it; "
+      "ratio = xferbench / nccl-tests algbw")
 for op in ops:
     nt = nccl_tests(f"{tmp}/nt_{op}.txt")
     doc = json.load(open(f"{tmp}/xb_{op}.json"))
@@ -59,7 +71,8 @@ for op in ops:
         if r["status"] != "ok" or r["bytes"] not in nt:
             continue
         t_nt, a_nt = nt[r["bytes"]]
-        t_xb, a_xb = r["time_us"]["median"], r.get("algbw", 0.0)
+        t_xb = r["time_us"]["mean"]
+        a_xb = r["bytes"] / (t_xb * 1e3) if t_xb > 0 else 0.0  # algbw of the mean, as nccl-tests
         ratio = a_xb / a_nt if a_nt > 0 else float("nan")
         if r["bytes"] >= 64 * 1024:
             good = ratio >= 0.95

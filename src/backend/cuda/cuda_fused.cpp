@@ -150,6 +150,11 @@ class CudaFused final : public FusedGemmAllReduce {
     XB_BLAS(cublasCreate(&blas_));
     XB_BLAS(cublasSetStream(blas_, compute_));
     XB_BLAS(cublasSetWorkspace(blas_, workspace_.p, kBlasWorkspace));
+    // sm: the waves are planned for the SMs the comm blocks leave; cuBLAS is
+    // told so, or its persistent kernels size each wave for the whole GPU and
+    // the displaced CTAs run as a second round (review finding 3).
+    if (cfg.engine == CommEngine::sm)
+      XB_BLAS(cublasSetSmCountTarget(blas_, be.gpu(dev_).sms - cfg.comm_blocks));
     XB_CUDA(preload_fused_kernels());
     rt.barrier();  // every window zeroed before any rank writes into it
   }

@@ -52,8 +52,12 @@ struct CollConfig {
 
 // The timed iterations of a library on a device stream: enqueued back to
 // back with a mark between each, one synchronize at the end, then each
-// iteration's device time (us). Launch and synchronize stay out of the
-// figures, as in nccl-tests; median/p99/CV keep their per-iteration meaning.
+// iteration's device time (us), completion to completion. The first launch's
+// latency and the synchronize stay out of the figures; nccl-tests instead
+// times the host around all launches and the synchronize and divides by the
+// iterations (its mean, averaged over ranks: compare time_us.mean with
+// `-a avg`, as bench/nccl_vs_nccl_tests.sh does). median/p99/CV keep their
+// per-iteration meaning.
 // With `graph`, the iterations and marks are captured into a graph first and
 // replayed (nccl-tests -G); UsageError where the library cannot.
 std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
