@@ -987,8 +987,8 @@ class DoctorFamily final : public Family {
   }
 
   void add_options(CLI::App& app) override {
-    auto* q = app.add_flag("--quick", quick_, "a short suite (16 MiB, 5 iterations: seconds)");
-    auto* f = app.add_flag("--full", full_, "a long suite (256 MiB, 10 iterations)");
+    auto* q = app.add_flag("--quick", quick_, "a short suite (16 MiB, 5 rounds and more while noisy: seconds)");
+    auto* f = app.add_flag("--full", full_, "a long suite (256 MiB, 10 rounds and more while noisy)");
     q->excludes(f);
     app.add_option("--checks", checks_,
                    fmt::format("comma list of checks to run (default all): {}",
@@ -1003,6 +1003,10 @@ width, NVLink count x per-link rate (NVML), the host's memcpy on all cores;
 compares directions, devices and pairs of one link class; flags noisy
 measurements and clocks held down by power or thermal limits (NVML). Exit 1
 when a check fails.
+On a busy node: every comparison is measured in interleaved rounds and
+judged on the ratio of each round; a verdict noise could change gets more
+rounds (up to 3x the first ones' time, --quick 2x), then is at most WARN
+("could not judge"), and a FAIL is measured again and must fail again.
 Examples:
   xferbench doctor
   xferbench doctor --quick --format json -o doctor.json
