@@ -170,6 +170,12 @@ class FusedGemmAllReduce {
   // importers closed it is undefined). The destructor alone, on an error's
   // way out, frees without waiting.
   virtual void close() {}
+  // Collective, outside timing: fills this rank's stage and output, and its
+  // product too with `product`, with 0xFF bytes (NaN), so the next phase
+  // must write every element it is checked on: a push that read the product
+  // before its GEMM, a gather that read the stage early or a broadcast that
+  // landed late leaves NaN, not the previous phase's identical values.
+  virtual void poison(bool /*product*/) {}
 };
 
 }  // namespace xb

@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <set>
 #include <thread>
 
 #include "core/error.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
+#include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/sync.hpp"
 #include "coll/gemm_tiling.hpp"
 
@@ -153,6 +156,25 @@ TEST(GemmArBinding, EachRankTakesItsShareOfAnUnboundHost) {
   // 2 ranks on the 2-core build machine with 1 + 1 workers each: no fit.
   EXPECT_TRUE(worker_cpus({0, 1}, 2, 0, 2, 2).empty());
   EXPECT_EQ(worker_cpus({0, 1}, 2, 0, 1, 2), (std::vector<int>{0, 1}));
+}
+
+TEST(GemmArCheck, PhasesThatDisagreeWithTheLastCountAsWrong) {
+  const std::vector<float> last = {1.0f, 2.0f, 3.0f, 4.0f};
+  // A pipelined phase whose broadcast landed late left one poisoned (NaN)
+  // element, a sequential one read one stale value: both count, once each.
+  const float nan = std::nanf("");
+  const auto [merged, disagree] =
+      merge_phase_outputs(last, {{1.0f, nan, 3.0f, 4.0f}, {1.0f, 2.0f, 3.0f, 4.5f}}, 1e-3, 0);
+  EXPECT_EQ(disagree, 2);
+  EXPECT_EQ(merged[0], 1.0f);
+  EXPECT_TRUE(std::isnan(merged[1]));
+  EXPECT_EQ(merged[2], 3.0f);
+  EXPECT_TRUE(std::isnan(merged[3]));
+  // Within the tolerance, and with no other phase: the last as it is.
+  const auto same = merge_phase_outputs(last, {{1.0f, 2.0f, 3.0005f, 4.0f}}, 1e-3, 0);
+  EXPECT_EQ(same.second, 0);
+  EXPECT_EQ(same.first, last);
+  EXPECT_EQ(merge_phase_outputs(last, {}, 1e-3, 0).first, last);
 }
 
 }  // namespace xb

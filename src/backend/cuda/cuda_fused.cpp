@@ -170,6 +170,19 @@ class CudaFused final : public FusedGemmAllReduce {
       if (s) (void)cudaStreamDestroy(s);
   }
 
+  void poison(bool product) override {
+    set_device(dev_);
+    const Tiling& t = plan_.t;
+    const int me = rt_.rank();
+    XB_CUDA(cudaMemset(args_.stage[me], 0xFF,
+                       static_cast<std::size_t>(t.nranks * args_.stage_slot) * sizeof(float)));
+    XB_CUDA(cudaMemset(args_.out[me], 0xFF, static_cast<std::size_t>(t.Mp * t.Np) * sizeof(float)));
+    if (product)
+      XB_CUDA(cudaMemset(C_.p, 0xFF, static_cast<std::size_t>(t.Mp * t.Np) * sizeof(float)));
+    XB_CUDA(cudaDeviceSynchronize());
+    rt_.barrier();  // every window poisoned before any rank writes into another's
+  }
+
   void close() override {
     set_device(dev_);
     XB_CUDA(cudaDeviceSynchronize());

@@ -188,7 +188,30 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
         ph.pipelined.push_back(p.total_us);
         ph.compute_done.push_back(p.compute_us);
       });
-  const std::vector<float> out = op->output();
+  // The check: each communicating phase the mode runs once more, into a
+  // poisoned output, stage and product (review finding 2: stale data equals
+  // fresh data otherwise); the last checked against the reference, the
+  // others against it.
+  std::vector<float> out;
+  if (cfg.check) {
+    std::vector<FusedPhase> phases;
+    if (cfg.mode == GemmArMode::all) phases.push_back(FusedPhase::comm);
+    if (cfg.mode == GemmArMode::all || cfg.mode == GemmArMode::sequential)
+      phases.push_back(FusedPhase::sequential);
+    if (cfg.mode == GemmArMode::all || cfg.mode == GemmArMode::pipelined)
+      phases.push_back(FusedPhase::pipelined);
+    std::vector<std::vector<float>> outs;
+    for (const FusedPhase p : phases) {
+      op->poison(p != FusedPhase::comm);  // comm alone reads the product the last GEMM left
+      (void)run_max(rt, *op, p);
+      outs.push_back(op->output());
+    }
+    const std::vector<float> last = std::move(outs.back());
+    outs.pop_back();
+    out = merge_phase_outputs(last, outs, outcome(cfg, op->plan(), last, "").atol, cfg.rtol).first;
+  } else {
+    out = op->output();
+  }
   add_gemm_ar_records(rt, cfg, outcome(cfg, op->plan(), out, lib.comm ? lib.comm->name() : ""),
                       ph, res.records);
   op->close();

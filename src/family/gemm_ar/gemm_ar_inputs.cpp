@@ -66,4 +66,23 @@ GemmArCheck check_gemm_ar_output(const float* out, const Tiling& t, int nranks, 
   return c;
 }
 
+std::pair<std::vector<float>, std::int64_t> merge_phase_outputs(
+    const std::vector<float>& last, const std::vector<std::vector<float>>& others, double atol,
+    double rtol) {
+  std::vector<float> merged = last;
+  std::int64_t disagree = 0;
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    const double want = last[i];
+    for (const auto& o : others) {
+      const double got = i < o.size() ? o[i] : std::nan("");
+      if (!(std::fabs(got - want) <= atol + rtol * std::fabs(want))) {
+        merged[i] = std::nanf("");
+        ++disagree;
+        break;
+      }
+    }
+  }
+  return {std::move(merged), disagree};
+}
+
 }  // namespace xb

@@ -4,6 +4,7 @@
 // and the shared B without communicating, and any rank can rebuild every
 // rank's A_i to compute the reference sum_i A_i x B locally.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "coll/gemm_tiling.hpp"
@@ -33,5 +34,15 @@ struct GemmArCheck {
 // (sum_i A_i) x B. Local: no communication; costs one M x K x N dgemm.
 GemmArCheck check_gemm_ar_output(const float* out, const Tiling& t, int nranks, double atol,
                                  double rtol);
+
+// The outputs of several communicating phases, each run into a poisoned
+// output, stage and product, merged for one check: `last` (checked against
+// the reference) with NaN wherever another phase's output differs from it by
+// more than atol + rtol * |last| (or is NaN), so a phase that read stale or
+// poisoned data counts as wrong elements even where the last one was right.
+// Returns the merged output and how many elements disagreed.
+std::pair<std::vector<float>, std::int64_t> merge_phase_outputs(
+    const std::vector<float>& last, const std::vector<std::vector<float>>& others, double atol,
+    double rtol);
 
 }  // namespace xb
