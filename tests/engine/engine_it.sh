@@ -67,6 +67,28 @@ server_modes)
   wait $server || fail "server exit code"
   grep -q "2 served, 0 failed, 1 rejected" "$tmp/server.log" || fail "server summary"
   ;;
+gpu_two_processes)
+  # The ipc lane across processes (label gpu): a server of GPU memory, its region opened
+  # with cudaIpcOpenMemHandle by a client process, both directions, at two client slots;
+  # with two GPUs, the client on the other one (peer access through the lazy IPC flag).
+  why=$("$xb" list --format json | /usr/bin/python3 -c '
+import json, sys
+for b in json.load(sys.stdin).get("backends", []):
+    if b["name"] == "cuda" and not b["available"]: print(b["reason"])')
+  if [ -n "$why" ]; then echo "SKIP: no GPU here: $why"; exit 77; fi
+  gpus=$("$xb" list --backend cuda --format json | /usr/bin/python3 -c '
+import json, sys
+print(len(json.load(sys.stdin)["env"]["devices"]))')
+  other=0; [ "$gpus" -ge 2 ] && other=1
+  serve --backend cuda --mem device --device 0 --size 64M --clients 2
+  client a --backend cuda --mode d2d --lane ipc -t 16M -k 4M --op read,write --loops 2 || fail "ipc client"
+  client b --backend cuda --mode d2d --lane ipc --device $other -t 16M -k 1M --op read,write --loops 2 ||
+    fail "ipc client on GPU $other"
+  verified a; verified b
+  [ "$(lanes a)" = ipc ] && [ "$(lanes b)" = ipc ] || fail "lanes: $(lanes a) / $(lanes b), expected ipc"
+  wait $server || fail "server exit code"
+  grep -q "2 served, 0 failed" "$tmp/server.log" || fail "server summary"
+  ;;
 selftest)
   timeout 120 "$xb" engine selftest >"$tmp/self.log" 2>&1 || fail "selftest failed"
   grep -q "20 results: 20 ok" "$tmp/self.log" || fail "selftest results"
