@@ -156,6 +156,17 @@ class CudaFused final : public FusedGemmAllReduce {
     if (cfg.engine == CommEngine::sm)
       XB_BLAS(cublasSetSmCountTarget(blas_, be.gpu(dev_).sms - cfg.comm_blocks));
     XB_CUDA(preload_fused_kernels());
+    // sm: one comm block per SM. Pending comm blocks would otherwise pile
+    // onto the first SMs the GEMM frees (6 or so to an SM, by registers), so
+    // --comm-blocks would not mean SMs (review finding 3). A block asking for
+    // just over half an SM's shared memory cannot share an SM with another.
+    if (cfg.engine == CommEngine::sm) {
+      int per_sm = 0;
+      XB_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev_));
+      const int cap = be.gpu(dev_).max_tile;  // the opt-in maximum per block
+      comm_smem_ = static_cast<std::size_t>(std::min(per_sm / 2 + 1024, cap > 0 ? cap : per_sm / 2));
+      XB_CUDA(reserve_fused_comm_smem(comm_smem_));
+    }
     rt.barrier();  // every window zeroed before any rank writes into it
   }
 
@@ -303,7 +314,7 @@ class CudaFused final : public FusedGemmAllReduce {
     if (cfg_.engine == CommEngine::sm) {
       if (trigger == Trigger::prefilled)
         XB_CUDA(launch_set_flags(comm_, wave_ready_.as<unsigned>(), plan_.waves, epoch_));
-      XB_CUDA(launch_fused_comm(comm_, args_, plan_.comm_blocks));
+      XB_CUDA(launch_fused_comm(comm_, args_, plan_.comm_blocks, comm_smem_));
       XB_CUDA(cudaEventRecord(comm_end_, comm_));
       return;
     }
@@ -376,6 +387,7 @@ class CudaFused final : public FusedGemmAllReduce {
   cudaEvent_t start_ = nullptr, compute_end_ = nullptr, comm_end_ = nullptr;
   std::vector<cudaEvent_t> wave_done_;
   cublasHandle_t blas_ = nullptr;
+  std::size_t comm_smem_ = 0;  // sm: dynamic shared memory per comm block (one per SM)
 };
 
 }  // namespace

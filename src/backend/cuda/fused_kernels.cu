@@ -60,36 +60,70 @@ __device__ bool block_wait(const FusedArgs& a, const unsigned* p, unsigned want,
   return r;
 }
 
+// Independent float4 loads each thread keeps in flight before its stores
+// (review finding 3: one at a time left the comm kernel latency-bound).
+constexpr int kInFlight = 4;
+
 // rows x cols floats (cols a multiple of 4) from src to dst, both with row
-// pitch `pitch` floats; L2-only loads (a peer or the GEMM wrote them).
-__device__ void copy_rows(float* dst, const float* src, std::int64_t rows, std::int64_t cols,
-                          std::int64_t pitch) {
-  const std::int64_t c4 = cols / 4, n = rows * c4;
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const std::int64_t r = i / c4, c = (i % c4) * 4;
-    const float4 v = __ldcg(reinterpret_cast<const float4*>(src + r * pitch + c));
-    *reinterpret_cast<float4*>(dst + r * pitch + c) = v;
+// pitch `pitch` floats; L2-only loads (a peer or the GEMM wrote them). A
+// subtile is well under 2^31 elements: 32-bit index math.
+__device__ void copy_rows(float* __restrict__ dst, const float* __restrict__ src, int rows,
+                          int cols, std::int64_t pitch) {
+  const int c4 = cols / 4, n = rows * c4;
+  const int step = static_cast<int>(blockDim.x);
+  for (int base = static_cast<int>(threadIdx.x); base < n; base += step * kInFlight) {
+    float4 v[kInFlight] = {};
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * step;
+      if (i < n) {
+        const int r = i / c4, c = (i - r * c4) * 4;
+        v[u] = __ldcg(reinterpret_cast<const float4*>(src + r * pitch + c));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * step;
+      if (i < n) {
+        const int r = i / c4, c = (i - r * c4) * 4;
+        *reinterpret_cast<float4*>(dst + r * pitch + c) = v[u];
+      }
+    }
   }
 }
 
 // One subtile of an owned tile: the sum of every source's slot, in rank
 // order (deterministic), written into every rank's output.
 __device__ void reduce_broadcast(const FusedArgs& a, std::int64_t stage_off, std::int64_t out_off) {
-  const std::int64_t c4 = a.base_n / 4, n = a.comm_sub_m * c4;
-  const float* st = a.stage[a.rank];
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const std::int64_t off = (i / c4) * a.Np + (i % c4) * 4;
-    float4 s = __ldcg(reinterpret_cast<const float4*>(st + stage_off + off));
+  const int c4 = static_cast<int>(a.base_n / 4), n = static_cast<int>(a.comm_sub_m) * c4;
+  const int step = static_cast<int>(blockDim.x);
+  const float* __restrict__ st = a.stage[a.rank] + stage_off;
+  for (int base = static_cast<int>(threadIdx.x); base < n; base += step * kInFlight) {
+    float4 s[kInFlight] = {};
+    std::int64_t off[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * step;
+      off[u] = i < n ? static_cast<std::int64_t>(i / c4) * a.Np + (i % c4) * 4 : 0;
+      if (i < n) s[u] = __ldcg(reinterpret_cast<const float4*>(st + off[u]));
+    }
     for (int src = 1; src < a.nranks; ++src) {
-      const float4 v =
-          __ldcg(reinterpret_cast<const float4*>(st + src * a.stage_slot + stage_off + off));
-      s.x += v.x;
-      s.y += v.y;
-      s.z += v.z;
-      s.w += v.w;
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        if (base + u * step >= n) continue;
+        const float4 v =
+            __ldcg(reinterpret_cast<const float4*>(st + src * a.stage_slot + off[u]));
+        s[u].x += v.x;
+        s[u].y += v.y;
+        s[u].z += v.z;
+        s[u].w += v.w;
+      }
     }
     for (int q = 0; q < a.nranks; ++q)
-      *reinterpret_cast<float4*>(a.out[q] + out_off + off) = s;
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u)
+        if (base + u * step < n)
+          *reinterpret_cast<float4*>(a.out[q] + out_off + off[u]) = s[u];
   }
 }
 
@@ -106,7 +140,8 @@ __global__ void fused_comm(FusedArgs a) {
       const std::int64_t r0 = row * a.base_m + it.sub * a.comm_sub_m, c0 = col * a.base_n;
       const std::int64_t stage_row = (row / a.nranks) * a.base_m + it.sub * a.comm_sub_m;
       copy_rows(a.stage[owner] + a.rank * a.stage_slot + stage_row * a.Np + c0,
-                a.C + r0 * a.Np + c0, a.comm_sub_m, a.base_n, a.Np);
+                a.C + r0 * a.Np + c0, static_cast<int>(a.comm_sub_m), static_cast<int>(a.base_n),
+                a.Np);
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence_system();
@@ -155,9 +190,10 @@ __global__ void arrive_rows(FusedArgs a, std::int64_t row0, std::int64_t rows) {
 
 }  // namespace
 
-cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks) {
+cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks,
+                              std::size_t smem_bytes) {
   (void)cudaGetLastError();  // report this launch's error only, not a stale one
-  fused_comm<<<blocks, kFusedThreads, 0, s>>>(a);
+  fused_comm<<<blocks, kFusedThreads, smem_bytes, s>>>(a);
   return cudaGetLastError();
 }
 
@@ -172,6 +208,11 @@ cudaError_t launch_arrive_rows(cudaStream_t s, const FusedArgs& a, std::int64_t 
   (void)cudaGetLastError();
   arrive_rows<<<4, 256, 0, s>>>(a, row0, rows);
   return cudaGetLastError();
+}
+
+cudaError_t reserve_fused_comm_smem(std::size_t bytes) {
+  return cudaFuncSetAttribute(fused_comm, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(bytes));
 }
 
 cudaError_t preload_fused_kernels() {

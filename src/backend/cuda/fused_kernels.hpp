@@ -4,6 +4,7 @@
 // launch's cudaError_t.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "coll/fused.hpp"
@@ -36,7 +37,12 @@ struct FusedArgs {
 
 // The comm kernel on `blocks` blocks: each runs its items in order, then
 // block 0 waits until this rank's output is complete.
-cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks);
+// smem_bytes: dynamic shared memory each block asks for (unused by the
+// kernel): more than half an SM's keeps two comm blocks off one SM.
+cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks,
+                              std::size_t smem_bytes = 0);
+// Lets fused_comm ask for `bytes` of dynamic shared memory (above 48 KiB).
+cudaError_t reserve_fused_comm_smem(std::size_t bytes);
 // flags[0..n) = value, with system-scope release (a wave's ready flag).
 cudaError_t launch_set_flags(cudaStream_t s, unsigned* flags, int n, unsigned value);
 // The ce engine's signal after the copies of tile rows [row0, row0 + rows):
