@@ -325,16 +325,17 @@ class Doctor {
       f.measured = j.measured;
       f.expected = j.expected;
       if (f.verdict != Verdict::fail) {
-        f.why = fmt::format("did not reproduce: {:.0f} % at first, {:.0f} % measured again: the "
-                            "node was busy ({}); re-run when it is quiet",
+        f.why = fmt::format("did not reproduce: {:.0f} % at first, {:.0f} % measured again ({}): "
+                            "re-run when the node is quiet",
                             first.judgement.ratio.median * 100, j.judgement.ratio.median * 100,
                             busy_text(std::max(first.worst_cv, j.worst_cv), load));
         return f;
       }
     }
     f.why = c.why(f.verdict, j.measured, j.expected, j.judgement.ratio.median);
-    if (!j.judgement.settled && grade(j.judgement.ratio.median, c.grade.warn_below,
-                                      c.grade.fail_below) != Verdict::pass)
+    // (A FAIL confirmed on both measurements together is judged: no such prefix.)
+    if (f.verdict != Verdict::fail && !j.judgement.settled &&
+        grade(j.judgement.ratio.median, c.grade.warn_below, c.grade.fail_below) != Verdict::pass)
       f.why = fmt::format("could not judge: the node was busy ({}; {:.0f} to {:.0f} % over {} "
                           "rounds); {}",
                           busy_text(j.worst_cv, load_), j.judgement.ratio.lo * 100,
@@ -684,8 +685,8 @@ class Doctor {
         if (!second || grade(second->gbps_median / reference_, g.warn_below, g.fail_below) !=
                            Verdict::fail) {
           v = Verdict::warn;
-          again = fmt::format("did not reproduce ({:.0f} % at first, {:.0f} % measured again): "
-                              "the node was busy ({})",
+          again = fmt::format("did not reproduce: {:.0f} % at first, {:.0f} % measured again "
+                              "({}): re-run when the node is quiet",
                               r->gbps_median / reference_ * 100,
                               second ? second->gbps_median / reference_ * 100 : 0.0,
                               busy_text(r->time_us.cv, load));
