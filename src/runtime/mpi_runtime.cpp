@@ -159,6 +159,15 @@ void wait_idle(MPI_Request& req, const char* what) {
   }
 }
 
+// Waits for `req` polling without a pause, calling `progress` between polls.
+template <class Progress>
+void wait_spin(MPI_Request& req, const Progress& progress) {
+  for (int done = 0; !done;) {
+    progress();
+    mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  }
+}
+
 class MpiRuntime final : public Runtime {
  public:
   MpiRuntime() {
@@ -206,19 +215,13 @@ class MpiRuntime final : public Runtime {
   void barrier(Wait how) override {
     MPI_Request req;
     mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
-    if (how == Wait::idle) {
-      wait_idle(req, "MPI_Ibarrier");
-      return;
-    }
-    for (int done = 0; !done;) mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (how == Wait::idle) wait_idle(req, "MPI_Ibarrier");
+    else wait_spin(req, [] {});
   }
   void barrier(const std::function<void()>& progress) override {
     MPI_Request req;
     mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
-    for (int done = 0; !done;) {
-      progress();
-      mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    }
+    wait_spin(req, progress);
   }
   void broadcast(std::span<std::byte> data, int root) override {
     MPI_Request req;

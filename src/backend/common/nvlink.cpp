@@ -40,7 +40,11 @@ std::string nvlink_pair(const std::vector<NvlinkEnd>& a, const std::vector<Nvlin
 std::string pci_key(const std::string& bus_id) {
   unsigned domain = 0, bus = 0, dev = 0;
   if (std::sscanf(bus_id.c_str(), "%x:%x:%x", &domain, &bus, &dev) != 3) return "";
-  return fmt::format("{:04x}:{:02x}:{:02x}", domain & 0xffffu, bus, dev);
+  return pci_key(domain, bus, dev);
+}
+
+std::string pci_key(unsigned domain, unsigned bus, unsigned device) {
+  return fmt::format("{:04x}:{:02x}:{:02x}", domain & 0xffffu, bus, device);
 }
 
 }  // namespace xb

@@ -33,5 +33,7 @@ std::string nvlink_pair(const std::vector<NvlinkEnd>& a, const std::vector<Nvlin
 
 // "0000:17:00.0" or "00000000:17:00.0" -> "0000:17:00"; "" for garbage.
 std::string pci_key(const std::string& bus_id);
+// The same key from the numbers (NVML's PCI info).
+std::string pci_key(unsigned domain, unsigned bus, unsigned device);
 
 }  // namespace xb

@@ -77,9 +77,7 @@ class Nvml {
   int (*by_bus_)(const char*, NvmlDevice*) = nullptr;
 };
 
-std::string pci_key_of(const NvmlPciInfo& p) {
-  return fmt::format("{:04x}:{:02x}:{:02x}", p.domain & 0xffffu, p.bus, p.device);
-}
+std::string pci_key_of(const NvmlPciInfo& p) { return pci_key(p.domain, p.bus, p.device); }
 
 // Every GPU NVML knows, visible to CUDA or not, by PCI address.
 std::vector<std::string> all_gpus(const Nvml& nvml) {

@@ -83,6 +83,21 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
           c.op == CollOp::allgather ? static_cast<void*>(base_in) : base_in};
 }
 
+// Queues `calls` on the library's stream; with `graph`, captured into a
+// graph first and replayed, the capture ended even when a call throws.
+// UsageError where the library cannot capture.
+void enqueue_captured(Communicator& comm, bool graph, const std::function<void()>& calls) {
+  if (graph && !comm.begin_capture())
+    throw UsageError(fmt::format("--graph: {} cannot capture collectives in a graph", comm.name()));
+  try {
+    calls();
+  } catch (...) {
+    if (graph) comm.abort_capture();  // never leave the stream capturing
+    throw;
+  }
+  if (graph) comm.end_capture_and_replay();
+}
+
 // Each rank's statistics over its own iterations, then each statistic
 // aggregated over the ranks (max by default). Pairing iteration i of one rank
 // with iteration i of another would charge back-to-back collectives for the
@@ -128,14 +143,7 @@ std::int64_t check(Runtime& rt, Backend& b, Communicator& comm, CollBuffers& buf
     std::fill_n(bufs.host.begin(), k.recv * es, std::byte{0xFF});
     b.write(*bufs.recv, off, std::span<const std::byte>(bufs.host.data(), k.recv * es));
   }
-  const bool graph = cfg.graph && comm.on_stream() && comm.begin_capture();
-  try {
-    call();
-  } catch (...) {
-    if (graph) comm.abort_capture();
-    throw;
-  }
-  if (graph) comm.end_capture_and_replay();
+  enqueue_captured(comm, cfg.graph && comm.on_stream(), call);
   comm.synchronize();
   std::size_t wrong = 0;
   if (receives(c, comm.rank())) {
@@ -193,19 +201,13 @@ Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
 
 std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
                                    const std::function<void()>& call, int iters, bool graph) {
-  if (graph && !comm.begin_capture())
-    throw UsageError(fmt::format("--graph: {} cannot capture collectives in a graph", comm.name()));
-  try {
+  enqueue_captured(comm, graph, [&] {
     marks.mark(0);
     for (int i = 0; i < iters; ++i) {
       call();
       marks.mark(i + 1);
     }
-  } catch (...) {
-    if (graph) comm.abort_capture();  // never leave the stream capturing
-    throw;
-  }
-  if (graph) comm.end_capture_and_replay();
+  });
   comm.synchronize();
   std::vector<double> us;
   us.reserve(static_cast<std::size_t>(iters));

@@ -90,13 +90,20 @@ bool is_nvlink(const std::string& link_type) {
   return nvlink_count(link_type).has_value() || link_type.rfind("NVLink", 0) == 0;
 }
 
-std::optional<double> pcie_expected_raw(const std::string& current_speed,
-                                        const std::string& max_speed, int width, int max_width) {
-  const auto speed = parse_link_speed(max_speed) ? parse_link_speed(max_speed)
-                                                 : parse_link_speed(current_speed);
+std::optional<PcieLink> pcie_expected_link(const std::string& current_speed,
+                                           const std::string& max_speed, int width, int max_width) {
+  auto speed = parse_link_speed(max_speed);
+  if (!speed) speed = parse_link_speed(current_speed);
   const int lanes = width > 0 ? width : max_width;
   if (!speed || lanes <= 0) return std::nullopt;
-  return pcie_lane_gbps(*speed) * lanes;
+  return PcieLink{*speed, lanes};
+}
+
+std::optional<double> pcie_expected_raw(const std::string& current_speed,
+                                        const std::string& max_speed, int width, int max_width) {
+  const auto l = pcie_expected_link(current_speed, max_speed, width, max_width);
+  if (!l) return std::nullopt;
+  return pcie_lane_gbps(l->gts) * l->lanes;
 }
 
 std::optional<ClockHeld> clock_held(const ClockHolds& b, const ClockHolds& a) {

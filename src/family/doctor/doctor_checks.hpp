@@ -84,6 +84,12 @@ bool is_nvlink(const std::string& link_type);
 // idle GPU's link may train down to save power; the `link` row reports a
 // link below its maximum) at its current width (fallback: maximum); nullopt
 // where sysfs does not say.
+struct PcieLink {
+  double gts = 0;  // per lane
+  int lanes = 0;
+};
+std::optional<PcieLink> pcie_expected_link(const std::string& current_speed,
+                                           const std::string& max_speed, int width, int max_width);
 std::optional<double> pcie_expected_raw(const std::string& current_speed,
                                         const std::string& max_speed, int width, int max_width);
 

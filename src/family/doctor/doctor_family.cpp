@@ -73,12 +73,11 @@ std::optional<double> pcie_raw_gbps(const LinkFacts& f) {
                            f.pcie_max_width);
 }
 
-// "Gen5 x16" of the figure pcie_raw_gbps takes.
+// "Gen5 x16" of the figure pcie_raw_gbps takes ("" where none).
 std::string pcie_text(const LinkFacts& f) {
-  const auto gts = parse_link_speed(f.pcie_max_speed) ? parse_link_speed(f.pcie_max_speed)
-                                                      : parse_link_speed(f.pcie_current_speed);
-  return fmt::format("{} x{}", gts ? pcie_generation(*gts) : std::string("?"),
-                     f.pcie_width > 0 ? f.pcie_width : f.pcie_max_width);
+  const auto l = pcie_expected_link(f.pcie_current_speed, f.pcie_max_speed, f.pcie_width,
+                                    f.pcie_max_width);
+  return l ? fmt::format("{} x{}", pcie_generation(l->gts), l->lanes) : std::string();
 }
 
 // The host memory reference: memcpy of `size` bytes split over every core,

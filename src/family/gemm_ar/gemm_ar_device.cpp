@@ -67,6 +67,10 @@ FusedTimes run_max(Runtime& rt, FusedGemmAllReduce& op, FusedPhase p) {
   return t;
 }
 
+double check_atol(const GemmArConfig& cfg) {
+  return cfg.atol >= 0 ? cfg.atol : fused_default_atol(cfg.dtype, cfg.shape.K);
+}
+
 GemmArOutcome outcome(const GemmArConfig& cfg, const FusedPlan& plan, const std::vector<float>& out,
                       const std::string& library) {
   GemmArOutcome o;
@@ -74,7 +78,7 @@ GemmArOutcome outcome(const GemmArConfig& cfg, const FusedPlan& plan, const std:
   o.waves = plan.waves;
   o.window_bytes = static_cast<std::int64_t>(plan.window.bytes);
   o.output = out.data();
-  o.atol = cfg.atol >= 0 ? cfg.atol : fused_default_atol(cfg.dtype, cfg.shape.K);
+  o.atol = check_atol(cfg);
   o.method = to_string(cfg.engine);
   o.library = library;
   return o;
@@ -208,7 +212,7 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
     }
     const std::vector<float> last = std::move(outs.back());
     outs.pop_back();
-    out = merge_phase_outputs(last, outs, outcome(cfg, op->plan(), last, "").atol, cfg.rtol).first;
+    out = merge_phase_outputs(last, outs, check_atol(cfg), cfg.rtol).first;
   } else {
     out = op->output();
   }
