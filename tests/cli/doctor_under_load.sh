@@ -3,7 +3,8 @@
 # ranks cycling collectives, a compile loop, bursts of a 128 MiB copy), a
 # healthy host must never be convicted (exit 0, no FAIL, noise rows naming
 # the load), and each fault the throttle knob injects must still be named
-# FAIL with exit 1.
+# FAIL with exit 1, on the faulty device, direction or pair, by either
+# method (in the slower ASan build one method's rows may stay unsettled).
 #   doctor_under_load.sh XFERBENCH [HEALTHY_RUNS]
 set -u
 XB=$1
@@ -39,12 +40,12 @@ for i in $(seq 1 "$RUNS"); do
   grep -Eq '^noise .*other processes used [0-9.]+ of [0-9]+ cores' "$out" ||
     { echo "FAIL healthy_$i: the noise rows do not name the load"; failed=$((failed + 1)); }
 done
-check slow_device 1 "devices +h2d device 1 dma +FAIL .*device 1 is at [0-9]+ % of its peers" \
+check slow_device 1 "devices +(h2d|d2h|d2d) device 1 (dma|core) +FAIL .*device 1 is at [0-9]+ % of its peers" \
   XFERBENCH_HOST_DEVICES=2 XFERBENCH_HOST_THROTTLE=1:0.25 "$XB" doctor --quick --backend host
-check slow_direction 1 "direction +device 0 dma +FAIL .*h2d is [0-9]+ % below d2h on device 0" \
+check slow_direction 1 "direction +device 0 (dma|core) +FAIL .*h2d is [0-9]+ % below d2h on device 0" \
   XFERBENCH_HOST_DEVICES=2 XFERBENCH_HOST_THROTTLE=0:0.25:h2d "$XB" doctor --quick --backend host \
   --checks direction
-check slow_pair 1 "pairs +p2p 0->1 dma +FAIL .*look at devices 0 and 1" \
+check slow_pair 1 "pairs +p2p (0->1|1->0) (dma|core) +FAIL .*look at devices (0 and 1|1 and 0)" \
   XFERBENCH_HOST_DEVICES=3 XFERBENCH_HOST_THROTTLE=0-1:0.25 "$XB" doctor --quick --backend host \
   --checks pairs
 check misplaced_buffer 1 "numa +h2d device 0 dma +FAIL .*it is misplaced" \
