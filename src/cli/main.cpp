@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "backend/select/select.hpp"
 #include "cli/cli.hpp"
 #include "core/error.hpp"
 #include "runtime/runtime.hpp"
@@ -16,18 +17,22 @@ void report_error(const char* what) {
 
 }  // namespace
 
+// Every path out of main ends the vendor runtimes after the run's objects
+// are gone (the family's backend, streams and buffers).
 int main(int argc, char** argv) {
+  int rc = 0;
   try {
-    return xb::cli::run(argc, argv);
+    rc = xb::cli::run(argc, argv);
   } catch (const xb::UsageError& e) {
     report_error(e.what());
     std::fflush(stderr);
-    xb::finish_deferred_mpi(2);
-    return 2;
+    rc = 2;
   } catch (const std::exception& e) {
     report_error(e.what());
     std::fflush(stderr);
-    xb::finish_deferred_mpi(1);
-    return 1;
+    rc = 1;
   }
+  xb::finish_backends();
+  if (rc != 0) xb::finish_deferred_mpi(rc);
+  return rc;
 }

@@ -4,14 +4,17 @@
 # exactly one line on stderr and nothing that looks like a crash.
 set -u
 want_rc=$1; pattern=$2; shift 2
+cmd="$*"
 out=$(mktemp); err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 timeout 100 "$@" >"$out" 2>"$err"
 rc=$?
-fail() { echo "FAIL: $*"; echo "--- command: $*"; echo "--- stdout:"; head -50 "$out"; echo "--- stderr:"; cat "$err"; exit 1; }
+fail() { echo "FAIL: $*"; echo "--- command: $cmd"; echo "--- stdout:"; head -50 "$out"; echo "--- stderr:"; cat "$err"; exit 1; }
 [ "$rc" -eq "$want_rc" ] || fail "exit code $rc, expected $want_rc"
 cat "$out" "$err" | grep -Eq -- "$pattern" || fail "output does not match /$pattern/"
 if grep -Eq 'Sanitizer|terminate called|Segmentation|Aborted|core dumped' "$err"; then fail "crash signature on stderr"; fi
+# The fake CANN runtime's report at exit of a calling rule the run broke.
+if grep -q 'fake ascend: rule broken' "$err"; then fail "a rule of the Ascend runtime broken"; fi
 if [ "$want_rc" -eq 2 ]; then
   lines=$(wc -l <"$err")
   [ "$lines" -eq 1 ] || fail "usage error printed $lines lines on stderr, expected 1"

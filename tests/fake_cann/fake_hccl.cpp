@@ -1,18 +1,28 @@
-// A fake HCCL for tests, built as libhccl.so: collectives among processes of
-// one host through a POSIX shared-memory segment named in the root info.
-// Every call publishes this rank's input in its slot, waits for all ranks,
-// computes its own output from the slots, and waits again, so in-place
-// calls are safe. Reductions follow HCCL's documented types (no uint8 or
-// double, no average: HCCL_E_NOT_SUPPORT); overlapping send and receive
-// buffers of alltoall and reducescatter are HCCL_E_PARA. Buffers are the fake runtime's
-// host memory. FAKE_HCCL_FAIL=<entry point> makes that call return
-// HCCL_E_INTERNAL.
+// A fake HCCL for tests, built as libhccl.so on the fake AscendCL: collectives
+// among processes of one host through a POSIX shared-memory segment named in
+// the root info. Like the real HCCL, a collective is queued on its stream
+// and runs later on the stream's worker (fake_runtime.hpp): it publishes
+// this rank's input in its slot, waits for all ranks, computes its own
+// output from the slots, and waits again, so in-place calls are safe.
+// The real library's rules it enforces:
+// - HcclGetRootInfo takes the current NPU (the root's device, NIC and port
+//   come from it); the root's HcclCommInitRootInfo on another NPU fails;
+// - a communicator belongs to the NPU current at its init, and its
+//   collectives take a stream of that NPU (HCCL_E_RUNTIME otherwise);
+// - reductions follow HCCL's documented types: no uint8 or double, no
+//   average, no prod on int16 or bf16 (HCCL_E_NOT_SUPPORT);
+// - overlapping send and receive buffers of alltoall and reducescatter are
+//   HCCL_E_PARA;
+// - HcclCommDestroy with collectives still queued is a broken rule.
+// Buffers are the fake runtime's host memory. FAKE_HCCL_FAIL=<entry point>
+// makes that call return HCCL_E_INTERNAL.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -21,10 +31,11 @@
 #include <string>
 
 #include "coll/fp16.hpp"
+#include "fake_runtime.hpp"
 
 namespace {
 
-constexpr int kOk = 0, kPara = 1, kInternal = 4, kNotSupport = 5, kTimeout = 9;
+constexpr int kOk = 0, kPara = 1, kInternal = 4, kNotSupport = 5, kTimeout = 9, kRuntime = 15;
 constexpr std::size_t kRootInfoBytes = 4108;
 constexpr std::size_t kSlot = 64ULL << 20;  // bytes one rank may publish per call
 
@@ -41,6 +52,8 @@ struct Comm {
   char* slots = nullptr;
   std::size_t mapped = 0;
   std::uint32_t n = 0, rank = 0;
+  int device = -1;                  // the NPU current at init
+  std::atomic<int> queued{0};       // collectives queued, not run
   char* slot(std::uint32_t r) const { return slots + r * kSlot; }
 };
 
@@ -88,7 +101,10 @@ std::size_t type_size(int t) {
   }
 }
 
-bool reducible(int t) {
+// HCCL's reduction types; prod takes neither int16 nor bf16.
+bool reducible(int t, int op) {
+  if (op < 0 || op > 3) return false;
+  if (op == 1 && (t == 1 || t == 11)) return false;
   return t == 0 || t == 1 || t == 2 || t == 3 || t == 4 || t == 5 || t == 11;
 }
 
@@ -214,6 +230,43 @@ int check(void* comm, int t, const char* fn) {
   return kOk;
 }
 
+// Queues `body` on `stream`, which must be a stream of the communicator's
+// NPU: the collective runs on the stream's worker, in stream order.
+int enqueue(Comm& c, void* stream, std::function<int()> body, const void* a, const void* b) {
+  if (fake_acl_stream_device(stream) != c.device) return kRuntime;
+  struct Job {
+    Comm* c;
+    std::function<int()> body;
+  };
+  auto* job = new Job{&c, std::move(body)};
+  const void* buffers[2] = {a, b};
+  ++c.queued;
+  const int e = fake_acl_enqueue(
+      stream,
+      [](void* arg) {
+        auto* j = static_cast<Job*>(arg);
+        const int r = j->body();
+        --j->c->queued;
+        delete j;
+        return r;
+      },
+      job, buffers, 2);
+  if (e != kOk) {
+    --c.queued;
+    delete job;
+    return kRuntime;
+  }
+  return kOk;
+}
+
+// What the root info carries besides the segment's name: the process and
+// the NPU it was made on.
+struct RootInfoTail {
+  int pid;
+  int device;
+};
+constexpr std::size_t kTailAt = 256;
+
 }  // namespace
 
 extern "C" {
@@ -221,20 +274,31 @@ extern "C" {
 int HcclGetRootInfo(void* info) {
   if (injected("HcclGetRootInfo")) return kInternal;
   if (!info) return kPara;
+  const int device = fake_acl_current_device();
+  if (device < 0) return kRuntime;  // no current NPU: nothing to root on
   static int counter = 0;
   std::memset(info, 0, kRootInfoBytes);
-  std::snprintf(static_cast<char*>(info), kRootInfoBytes, "/xb_fake_hccl_%d_%d", getpid(),
-                counter++);
+  std::snprintf(static_cast<char*>(info), kTailAt, "/xb_fake_hccl_%d_%d", getpid(), counter++);
+  const RootInfoTail tail{getpid(), device};
+  std::memcpy(static_cast<char*>(info) + kTailAt, &tail, sizeof tail);
   return kOk;
 }
 
 int HcclCommInitRootInfo(std::uint32_t n, const void* info, std::uint32_t rank, void** comm) {
   if (injected("HcclCommInitRootInfo")) return kInternal;
   if (!info || !comm || n == 0 || n > 64 || rank >= n) return kPara;
+  const int device = fake_acl_current_device();
+  if (device < 0) return kRuntime;
+  RootInfoTail tail{};
+  std::memcpy(&tail, static_cast<const char*>(info) + kTailAt, sizeof tail);
+  // The process that made the root info serves it from the NPU it was made
+  // on: initialising there on another NPU is the order HCCL does not allow.
+  if (tail.pid == getpid() && tail.device != device) return kPara;
   auto* c = new Comm;
   c->name = static_cast<const char*>(info);
   c->n = n;
   c->rank = rank;
+  c->device = device;
   c->mapped = 4096 + n * kSlot;
   const int fd = shm_open(c->name.c_str(), O_CREAT | O_RDWR, 0600);
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(c->mapped)) != 0) {
@@ -257,6 +321,10 @@ int HcclCommInitRootInfo(std::uint32_t n, const void* info, std::uint32_t rank, 
 int HcclCommDestroy(void* comm) {
   if (!comm) return kPara;
   auto* c = static_cast<Comm*>(comm);
+  if (c->queued.load() != 0) {
+    fake_acl_rule_broken("HcclCommDestroy with collectives still queued (no synchronize first)");
+    while (c->queued.load() != 0) sched_yield();
+  }
   const int r = barrier(*c);
   munmap(c->header, c->mapped);
   if (c->rank == 0) shm_unlink(c->name.c_str());
@@ -264,74 +332,107 @@ int HcclCommDestroy(void* comm) {
   return r;
 }
 
-int HcclAllReduce(void* send, void* recv, std::uint64_t count, int t, int op, void* comm, void*) {
+int HcclAllReduce(void* send, void* recv, std::uint64_t count, int t, int op, void* comm,
+                  void* stream) {
   if (int e = check(comm, t, "HcclAllReduce")) return e;
-  if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
+  if (!reducible(t, op)) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
-  if (int e = publish(c, send, count * type_size(t))) return e;
-  for (std::size_t i = 0; i < count; ++i)
-    store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
-  return barrier(c);
+  return enqueue(
+      c, stream,
+      [&c, send, recv, count, t, op] {
+        if (int e = publish(c, send, count * type_size(t))) return e;
+        for (std::size_t i = 0; i < count; ++i)
+          store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
+        return barrier(c);
+      },
+      send, recv);
 }
 
-int HcclAllGather(void* send, void* recv, std::uint64_t count, int t, void* comm, void*) {
+int HcclAllGather(void* send, void* recv, std::uint64_t count, int t, void* comm, void* stream) {
   if (int e = check(comm, t, "HcclAllGather")) return e;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = count * type_size(t);
-  if (int e = publish(c, send, bytes)) return e;
-  for (std::uint32_t r = 0; r < c.n; ++r)
-    std::memcpy(static_cast<char*>(recv) + r * bytes, c.slot(r), bytes);
-  return barrier(c);
+  return enqueue(
+      c, stream,
+      [&c, send, recv, bytes] {
+        if (int e = publish(c, send, bytes)) return e;
+        for (std::uint32_t r = 0; r < c.n; ++r)
+          std::memcpy(static_cast<char*>(recv) + r * bytes, c.slot(r), bytes);
+        return barrier(c);
+      },
+      send, recv);
 }
 
 int HcclReduceScatter(void* send, void* recv, std::uint64_t count, int t, int op, void* comm,
-                      void*) {
+                      void* stream) {
   if (int e = check(comm, t, "HcclReduceScatter")) return e;
-  if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
+  if (!reducible(t, op)) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = count * type_size(t);
   if (overlap(send, bytes * c.n, recv, bytes)) return kPara;
-  if (int e = publish(c, send, bytes * c.n)) return e;
-  for (std::size_t i = 0; i < count; ++i)
-    store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, c.rank * bytes, i));
-  return barrier(c);
+  return enqueue(
+      c, stream,
+      [&c, send, recv, count, bytes, t, op] {
+        if (int e = publish(c, send, bytes * c.n)) return e;
+        for (std::size_t i = 0; i < count; ++i)
+          store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, c.rank * bytes, i));
+        return barrier(c);
+      },
+      send, recv);
 }
 
-int HcclBroadcast(void* buf, std::uint64_t count, int t, std::uint32_t root, void* comm, void*) {
+int HcclBroadcast(void* buf, std::uint64_t count, int t, std::uint32_t root, void* comm,
+                  void* stream) {
   if (int e = check(comm, t, "HcclBroadcast")) return e;
   Comm& c = *static_cast<Comm*>(comm);
   if (root >= c.n) return kPara;
   const std::size_t bytes = count * type_size(t);
-  if (int e = publish(c, c.rank == root ? buf : nullptr, c.rank == root ? bytes : 0)) return e;
-  if (c.rank != root) std::memcpy(buf, c.slot(root), bytes);
-  return barrier(c);
+  return enqueue(
+      c, stream,
+      [&c, buf, bytes, root] {
+        if (int e = publish(c, c.rank == root ? buf : nullptr, c.rank == root ? bytes : 0))
+          return e;
+        if (c.rank != root) std::memcpy(buf, c.slot(root), bytes);
+        return barrier(c);
+      },
+      buf, nullptr);
 }
 
 int HcclReduce(void* send, void* recv, std::uint64_t count, int t, int op, std::uint32_t root,
-               void* comm, void*) {
+               void* comm, void* stream) {
   if (int e = check(comm, t, "HcclReduce")) return e;
-  if (!reducible(t) || op < 0 || op > 3) return kNotSupport;
+  if (!reducible(t, op)) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
   if (root >= c.n) return kPara;
-  if (int e = publish(c, send, count * type_size(t))) return e;
-  if (c.rank == root)
-    for (std::size_t i = 0; i < count; ++i)
-      store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
-  return barrier(c);
+  return enqueue(
+      c, stream,
+      [&c, send, recv, count, t, op, root] {
+        if (int e = publish(c, send, count * type_size(t))) return e;
+        if (c.rank == root)
+          for (std::size_t i = 0; i < count; ++i)
+            store(t, static_cast<char*>(recv), i, reduce_at(c, t, op, 0, i));
+        return barrier(c);
+      },
+      send, recv);
 }
 
 int HcclAlltoAll(const void* send, std::uint64_t send_count, int send_type, const void* recv,
-                 std::uint64_t recv_count, int recv_type, void* comm, void*) {
+                 std::uint64_t recv_count, int recv_type, void* comm, void* stream) {
   if (int e = check(comm, send_type, "HcclAlltoAll")) return e;
   if (send_type != recv_type || send_count != recv_count) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = send_count * type_size(send_type);
   if (overlap(send, bytes * c.n, recv, bytes * c.n)) return kPara;
-  if (int e = publish(c, send, bytes * c.n)) return e;
-  for (std::uint32_t r = 0; r < c.n; ++r)
-    std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + r * bytes, c.slot(r) + c.rank * bytes,
-                bytes);
-  return barrier(c);
+  return enqueue(
+      c, stream,
+      [&c, send, recv, bytes] {
+        if (int e = publish(c, send, bytes * c.n)) return e;
+        for (std::uint32_t r = 0; r < c.n; ++r)
+          std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + r * bytes,
+                      c.slot(r) + c.rank * bytes, bytes);
+        return barrier(c);
+      },
+      send, recv);
 }
 
 struct Item {  // HcclSendRecvItem
@@ -343,21 +444,26 @@ struct Item {  // HcclSendRecvItem
 };
 
 // One send and one receive per rank (a ring step), as xferbench issues them.
-int HcclBatchSendRecv(void* items, std::uint32_t n, void* comm, void*) {
+int HcclBatchSendRecv(void* items, std::uint32_t n, void* comm, void* stream) {
   if (injected("HcclBatchSendRecv")) return kInternal;
   if (!items || !comm || n != 2) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   const Item* it = static_cast<const Item*>(items);
-  const Item* send = it[0].type == 0 ? &it[0] : &it[1];
-  const Item* recv = it[0].type == 1 ? &it[0] : &it[1];
-  if (send->type != 0 || recv->type != 1 || type_size(send->dtype) == 0) return kPara;
-  c.header->dest[c.rank] = send->remote;
-  if (int e = publish(c, send->buf, send->count * type_size(send->dtype))) return e;
-  if (c.header->dest[recv->remote] != c.rank ||
-      c.header->bytes[recv->remote] != recv->count * type_size(recv->dtype))
-    return kPara;  // the peer's send was not for this receive
-  std::memcpy(recv->buf, c.slot(recv->remote), recv->count * type_size(recv->dtype));
-  return barrier(c);
+  const Item send = it[0].type == 0 ? it[0] : it[1];
+  const Item recv = it[0].type == 1 ? it[0] : it[1];
+  if (send.type != 0 || recv.type != 1 || type_size(send.dtype) == 0) return kPara;
+  return enqueue(
+      c, stream,
+      [&c, send, recv] {
+        c.header->dest[c.rank] = send.remote;
+        if (int e = publish(c, send.buf, send.count * type_size(send.dtype))) return e;
+        if (c.header->dest[recv.remote] != c.rank ||
+            c.header->bytes[recv.remote] != recv.count * type_size(recv.dtype))
+          return kPara;  // the peer's send was not for this receive
+        std::memcpy(recv.buf, c.slot(recv.remote), recv.count * type_size(recv.dtype));
+        return barrier(c);
+      },
+      send.buf, recv.buf);
 }
 
 const char* HcclGetErrorString(int code) {
@@ -370,6 +476,8 @@ const char* HcclGetErrorString(int code) {
       return "not supported";
     case kTimeout:
       return "timeout";
+    case kRuntime:
+      return "call runtime api fail";
     default:
       return "error";
   }

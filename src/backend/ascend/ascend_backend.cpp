@@ -2,7 +2,12 @@
 // through the AscendCL table opened at run time.
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <set>
 
 #include "backend/ascend/ascend_internal.hpp"
 #include "backend/common/placement.hpp"
@@ -23,7 +28,51 @@ void check(aclError e, const char* what) {
   if (e != kAclSuccess) throw RuntimeError(acl_error_text(what, e));
 }
 
-void set_device(int device) { XB_ACL(aclrtSetDevice, device); }
+namespace {
+
+// This thread's current NPU as set here (-1: none yet), and every NPU this
+// process set, which finish_process() resets.
+thread_local int t_current = -1;
+std::mutex g_opened_mu;
+std::set<int> g_opened;
+bool g_initialized = false;  // this process's aclInit succeeded (not 100002)
+
+}  // namespace
+
+void set_device(int device) {
+  if (t_current == device) return;
+  XB_ACL(aclrtSetDevice, device);
+  t_current = device;
+  std::lock_guard lock(g_opened_mu);
+  g_opened.insert(device);
+}
+
+void ensure_context() {
+  if (t_current < 0) set_device(0);
+}
+
+void warn_on_error(aclError e, const char* what) {
+  if (e != kAclSuccess)
+    std::fprintf(stderr, "xferbench: warning: %s\n", acl_error_text(what, e).c_str());
+}
+
+void finish_process() {
+  const AclApi* a = acl().api;
+  if (!a) return;
+  std::set<int> opened;
+  {
+    std::lock_guard lock(g_opened_mu);
+    opened.swap(g_opened);
+  }
+  // Destroy streams and events, reset each NPU, then finalize (AscendCL's
+  // order); never from a destructor or an atexit handler.
+  for (int d : opened) warn_on_error(a->aclrtResetDevice(d), "aclrtResetDevice");
+  t_current = -1;
+  if (g_initialized) {
+    g_initialized = false;
+    warn_on_error(a->aclFinalize(), "aclFinalize");
+  }
+}
 
 int memcpy_kind(const Buffer& src, const Buffer& dst) {
   const bool s = src.kind() == MemKind::device, d = dst.kind() == MemKind::device;
@@ -33,6 +82,9 @@ int memcpy_kind(const Buffer& src, const Buffer& dst) {
 namespace {
 
 bool pageable(const Buffer& b) { return b.kind() == MemKind::pageable; }
+
+// aclrtMemcpyAsync takes 64-byte aligned addresses.
+bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
 
 // "4,5" -> {"4", "5"}; empty when unset.
 std::vector<std::string> visible_devices() {
@@ -113,34 +165,23 @@ class DmaCopier final : public Copier {
 
 class AscendBackend final : public Backend {
  public:
+  // Touches no NPU: a process sets only the NPUs it uses (each first
+  // aclrtSetDevice makes a context, a stream and a scheduler on that NPU).
   AscendBackend() {
     std::uint32_t n = 0;
     XB_ACL(aclrtGetDeviceCount, &n);
     const auto visible = visible_devices();
     const char* soc = api().aclrtGetSocName ? api().aclrtGetSocName() : nullptr;
     for (int d = 0; d < static_cast<int>(n); ++d) {
-      set_device(d);
-      std::size_t free = 0, total = 0;
-      XB_ACL(aclrtGetMemInfo, kAclHbmMem, &free, &total);
       DeviceInfo info;
       info.id = d;
-      info.memory = total;
       info.name = fmt::format("NPU{} {}", d, soc && *soc ? soc : "Ascend");
       if (static_cast<std::size_t>(d) < visible.size())
         info.name += fmt::format(" (physical {})", visible[static_cast<std::size_t>(d)]);
       devices_.push_back(info);
     }
-    peer_ = peer_matrix(static_cast<int>(n), [](int s, int d) {
-      std::int32_t can = 0;
-      XB_ACL(aclrtDeviceCanAccessPeer, &can, s, d);
-      if (!can)
-        return Support::no(
-            fmt::format("aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", s, d));
-      set_device(s);
-      const aclError e = api().aclrtDeviceEnablePeerAccess(d, 0);
-      return e == kAclSuccess ? Support::yes()
-                              : Support::no(acl_error_text("aclrtDeviceEnablePeerAccess", e));
-    });
+    peer_.resize(static_cast<std::size_t>(n) * n);
+    p2p_.assign(n, false);
   }
 
   std::string name() const override { return "ascend"; }
@@ -157,10 +198,19 @@ class AscendBackend final : public Backend {
         "core copies need device kernels (Ascend C vector cores moving data through the "
         "on-chip buffer); this version has none: use --method dma");
   }
+  // Probed and enabled on first use, both directions of the pair at once
+  // (aclrtDeviceEnablePeerAccess is one-directional, from the current NPU).
   Support peer_access(int src, int dst) const override {
     check_device(src);
     check_device(dst);
-    return peer_[pair_index(src, dst, devices_.size())];
+    if (src == dst) return Support::yes();
+    std::lock_guard lock(peer_mu_);
+    const std::size_t n = devices_.size();
+    if (!peer_[pair_index(src, dst, n)]) {
+      peer_[pair_index(src, dst, n)] = enable_peer(src, dst);
+      peer_[pair_index(dst, src, n)] = enable_peer(dst, src);
+    }
+    return *peer_[pair_index(src, dst, n)];
   }
   std::string link_type(int a, int b) const override {
     if (a == b) return "X";
@@ -180,13 +230,20 @@ class AscendBackend final : public Backend {
     if (kind == MemKind::device) {
       check_device(device);
       set_device(device);
-      const aclError e = api().aclrtMalloc(&p, size, kAclMallocHugeFirst);
+      // Memory of an NPU that copies to or from a peer: Huawei's p2p policy.
+      const bool p2p = [&] {
+        std::lock_guard lock(peer_mu_);
+        return p2p_[static_cast<std::size_t>(device)];
+      }();
+      const aclError e =
+          api().aclrtMalloc(&p, size, p2p ? kAclMallocHugeFirstP2p : kAclMallocHugeFirst);
       if (e != kAclSuccess)
         throw RuntimeError(acl_error_text(
             fmt::format("aclrtMalloc of {} on NPU{}", format_capacity(size), device).c_str(), e));
       return std::make_unique<AscendBuffer>(kind, device, size, p);
     }
     if (kind == MemKind::pinned) {
+      ensure_context();
       const aclError e = api().aclrtMallocHost(&p, size);
       if (e != kAclSuccess)
         throw RuntimeError(
@@ -230,8 +287,26 @@ class AscendBackend final : public Backend {
   void check_device(int device) const {
     check_device_index(device, devices_.size(), name(), "NPU");
   }
+  // One direction, src -> dst, from src. An error of the probe (products
+  // without p2p answer ACL_ERROR_RT_FEATURE_NOT_SUPPORT) means no peer.
+  Support enable_peer(int src, int dst) const {
+    std::int32_t can = 0;
+    if (const aclError e = api().aclrtDeviceCanAccessPeer(&can, src, dst); e != kAclSuccess)
+      return Support::no(acl_error_text("aclrtDeviceCanAccessPeer", e));
+    if (!can)
+      return Support::no(fmt::format(
+          "aclrtDeviceCanAccessPeer({}, {}) = 0 (no HCCS or PCIe peer path)", src, dst));
+    set_device(src);
+    if (const aclError e = api().aclrtDeviceEnablePeerAccess(dst, 0); e != kAclSuccess)
+      return Support::no(acl_error_text("aclrtDeviceEnablePeerAccess", e));
+    p2p_[static_cast<std::size_t>(src)] = true;
+    return Support::yes();
+  }
+
   std::vector<DeviceInfo> devices_;
-  std::vector<Support> peer_;
+  mutable std::mutex peer_mu_;
+  mutable std::vector<std::optional<Support>> peer_;  // pair_index order, probed on use
+  mutable std::vector<bool> p2p_;                      // NPU has a peer enabled
 };
 
 }  // namespace
@@ -252,8 +327,16 @@ AscendStream::AscendStream(int device) : device_(device) {
   XB_ACL(aclrtCreateStream, &stream_);
 }
 
+// Synchronized and destroyed from its own NPU, as AscendCL requires.
 AscendStream::~AscendStream() {
-  if (stream_) (void)api().aclrtDestroyStream(stream_);
+  if (!stream_) return;
+  try {
+    set_device(device_);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xferbench: warning: %s\n", e.what());
+  }
+  warn_on_error(api().aclrtSynchronizeStream(stream_), "aclrtSynchronizeStream");
+  warn_on_error(api().aclrtDestroyStream(stream_), "aclrtDestroyStream");
 }
 
 void AscendStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off,
@@ -263,19 +346,24 @@ void AscendStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Byt
   set_device(device_);
   auto* d = static_cast<std::byte*>(dst.data()) + dst_off;
   const auto* s = static_cast<const std::byte*>(src.data()) + src_off;
-  // Asynchronous copies need runtime-allocated (page-locked) host memory:
-  // pageable memory is copied synchronously, in stream order.
-  if (pageable(src) || pageable(dst)) {
+  // aclrtMemcpyAsync takes page-locked memory from the runtime, 64-byte
+  // aligned addresses and at least one device side; anything else is
+  // copied synchronously, in stream order.
+  const bool async = !pageable(src) && !pageable(dst) && aligned(d) && aligned(s) &&
+                     (src.kind() == MemKind::device || dst.kind() == MemKind::device);
+  if (async) {
+    XB_ACL(aclrtMemcpyAsync, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst), stream_);
+  } else {
     XB_ACL(aclrtSynchronizeStream, stream_);
     XB_ACL(aclrtMemcpy, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst));
-  } else {
-    XB_ACL(aclrtMemcpyAsync, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst), stream_);
   }
 }
 
+// Work on a stream is issued with the stream's NPU current (107003 otherwise).
 void AscendStream::record(Event& event) {
   auto* e = dynamic_cast<AscendEvent*>(&event);
   if (!e) throw RuntimeError("event of another backend recorded on an Ascend stream");
+  set_device(device_);
   XB_ACL(aclrtRecordEvent, e->on(device_), stream_);
 }
 
@@ -290,7 +378,9 @@ BackendStatus probe_ascend() {
     const ascend::aclError init = l.api->aclInit(nullptr);
     if (init != ascend::kAclSuccess && init != ascend::kAclRepeatInitialize)
       return {"ascend", false, ascend::acl_error_text("aclInit", init)};
-    if (init == ascend::kAclSuccess) std::atexit([] { (void)ascend::api().aclFinalize(); });
+    // Finalized by finish_backends() at the end of main, never at exit:
+    // AscendCL must not be finalized from destructors or exit handlers.
+    ascend::g_initialized = init == ascend::kAclSuccess;
     std::uint32_t n = 0;
     if (const ascend::aclError e = l.api->aclrtGetDeviceCount(&n); e != ascend::kAclSuccess)
       return {"ascend", false, ascend::acl_error_text("aclrtGetDeviceCount", e)};
@@ -304,6 +394,8 @@ BackendStatus probe_ascend() {
   }();
   return status;
 }
+
+void finish_ascend() { ascend::finish_process(); }
 
 std::unique_ptr<Backend> make_ascend_backend() {
   const BackendStatus s = probe_ascend();

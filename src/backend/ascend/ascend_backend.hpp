@@ -15,4 +15,8 @@ BackendStatus probe_ascend();
 // Throws UsageError when the backend is unavailable.
 std::unique_ptr<Backend> make_ascend_backend();
 
+// Resets the NPUs this process set and finalizes AscendCL if this process
+// initialized it; after every Ascend backend, stream and buffer is gone.
+void finish_ascend();
+
 }  // namespace xb

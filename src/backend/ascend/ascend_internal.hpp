@@ -12,8 +12,20 @@ namespace xb::ascend {
 const AclApi& api();  // the loaded table; throws RuntimeError if unavailable
 void check(aclError e, const char* what);
 #define XB_ACL(fn, ...) ::xb::ascend::check(::xb::ascend::api().fn(__VA_ARGS__), #fn)
+// Makes `device` the calling thread's current NPU (a no-op when it is); the
+// process remembers every NPU it set, for finish_process().
 void set_device(int device);
+// A current NPU for calls that need a context but no particular NPU
+// (aclrtMallocHost): the thread's current one, else NPU 0.
+void ensure_context();
 int memcpy_kind(const Buffer& src, const Buffer& dst);
+// For destructors: a failed release call printed as a warning, not thrown.
+void warn_on_error(aclError e, const char* what);
+
+// The end of the process's use of CANN: every NPU it set is reset, then
+// AscendCL finalized (if this process initialized it). After every stream,
+// event and buffer is gone; later calls fail.
+void finish_process();
 
 // Events for DeviceEventHandle.
 struct EventApi {

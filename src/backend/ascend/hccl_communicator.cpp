@@ -2,6 +2,8 @@
 // the MPI runtime, every collective on one stream of that NPU.
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "backend/ascend/ascend_internal.hpp"
 #include "backend/common/device_communicator.hpp"
 #include "core/error.hpp"
@@ -74,10 +76,13 @@ struct ScratchApi {
   static void release(void* p) { XB_ACL(aclrtFree, p); }
 };
 
-// Events on the HCCL stream.
+// Events on the HCCL stream, recorded with its NPU current.
 struct MarkApi : EventApi {
   using Stream = aclrtStream;
-  static void record(aclrtEvent e, aclrtStream s) { XB_ACL(aclrtRecordEvent, e, s); }
+  static void record(aclrtEvent e, aclrtStream s, int device) {
+    set_device(device);
+    XB_ACL(aclrtRecordEvent, e, s);
+  }
   static double elapsed_ms(aclrtEvent from, aclrtEvent to) {
     float ms = 0;
     XB_ACL(aclrtEventElapsedTime, &ms, from, to);
@@ -100,17 +105,38 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     err = rt.agree(err);
     if (!err.empty()) throw UsageError(err);
     device_ = local;
+    // The root info names the root's NPU, NIC and port, taken from the
+    // current NPU: this rank's own one is set first. A root that cannot
+    // make it says so to every rank before they wait for it.
     HcclRootInfo info{};
-    if (rt.root()) XB_HCCL(HcclGetRootInfo, &info);
+    std::string root_error;
+    try {
+      set_device(device_);
+      if (rt.root()) XB_HCCL(HcclGetRootInfo, &info);
+    } catch (const std::exception& e) {
+      root_error = e.what();
+    }
+    root_error = rt.agree(root_error);
+    if (!root_error.empty()) throw RuntimeError(root_error);
     rt.broadcast(std::as_writable_bytes(std::span(&info, 1)), 0);
-    set_device(device_);
     XB_ACL(aclrtCreateStream, &stream_);
     XB_HCCL(HcclCommInitRootInfo, static_cast<std::uint32_t>(size_), &info,
             static_cast<std::uint32_t>(rank_), &comm_);
   }
+  // The stream's work finished before the communicator and the stream go,
+  // from the communicator's NPU.
   ~HcclCommunicator() override {
-    if (comm_) (void)hccl_api().HcclCommDestroy(comm_);
-    if (stream_) (void)api().aclrtDestroyStream(stream_);
+    try {
+      set_device(device_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "xferbench: warning: %s\n", e.what());
+    }
+    if (stream_) warn_on_error(api().aclrtSynchronizeStream(stream_), "aclrtSynchronizeStream");
+    if (comm_) {
+      const HcclResult r = hccl_api().HcclCommDestroy(comm_);
+      if (r != kHcclSuccess) std::fprintf(stderr, "xferbench: warning: HcclCommDestroy failed: HCCL error %d\n", r);
+    }
+    if (stream_) warn_on_error(api().aclrtDestroyStream(stream_), "aclrtDestroyStream");
   }
 
   std::string name() const override { return "hccl"; }
@@ -119,18 +145,23 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     if (r == RedOp::avg) return Support::no("HCCL has no average reduction");
     if (t == DType::uint8 || t == DType::float64)
       return Support::no(fmt::format("HCCL reductions do not take {}", to_string(t)));
+    if (r == RedOp::prod && t == DType::bf16)
+      return Support::no("HCCL's prod takes neither int16 nor bf16");
     return Support::yes();
   }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
+    set_device(device_);
     XB_HCCL(HcclAllReduce, const_cast<void*>(send), recv, count, hccl_type(t), hccl_op(op), comm_,
             stream_);
   }
   void allgather(const void* send, void* recv, std::size_t send_count, DType t) override {
+    set_device(device_);
     XB_HCCL(HcclAllGather, const_cast<void*>(send), recv, send_count, hccl_type(t), comm_, stream_);
   }
   void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
                      RedOp op) override {
+    set_device(device_);
     // In place the result is this rank's slot of the input (NCCL's layout),
     // but HCCL takes no overlapping buffers: the input goes to scratch first.
     if (send == recv) {
@@ -141,6 +172,7 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
             comm_, stream_);
   }
   void broadcast(const void* send, void* recv, std::size_t count, DType t, int root) override {
+    set_device(device_);
     // HcclBroadcast works in one buffer: the root first places its input there.
     if (rank_ == root && send != recv)
       XB_ACL(aclrtMemcpyAsync, recv, count * dtype_size(t), send, count * dtype_size(t),
@@ -150,15 +182,18 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   }
   void reduce(const void* send, void* recv, std::size_t count, DType t, RedOp op,
               int root) override {
+    set_device(device_);
     XB_HCCL(HcclReduce, const_cast<void*>(send), recv, count, hccl_type(t), hccl_op(op),
             static_cast<std::uint32_t>(root), comm_, stream_);
   }
   void alltoall(const void* send, void* recv, std::size_t count_per_peer, DType t) override {
+    set_device(device_);
     send = apart(send, recv, count_per_peer * dtype_size(t) * static_cast<std::size_t>(size_));
     XB_HCCL(HcclAlltoAll, send, count_per_peer, hccl_type(t), recv, count_per_peer, hccl_type(t),
             comm_, stream_);
   }
   void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
+    set_device(device_);
     send = apart(send, recv, count * dtype_size(t));
     HcclSendRecvItem items[2] = {
         {kHcclSend, const_cast<void*>(send), count, hccl_type(t),
@@ -177,6 +212,7 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   // send and receive buffers must not overlap.
   void copy_on_stream(void* dst, std::size_t dst_bytes, const void* src,
                       std::size_t bytes) override {
+    set_device(device_);
     XB_ACL(aclrtMemcpyAsync, dst, dst_bytes, src, bytes, kDeviceToDevice, stream_);
   }
 

@@ -71,8 +71,10 @@ template <class StreamT, class EventT>
 class Lanes {
  public:
   struct Lane {  // not movable: the events own runtime handles
-    std::unique_ptr<StreamT> stream;
     EventT start, end;
+    // Declared last, destroyed first: its destructor waits for the stream's
+    // work, the events' records included, before they go.
+    std::unique_ptr<StreamT> stream;
   };
 
   // Lane i, its stream on `device` (created, or created again when it was
@@ -80,8 +82,10 @@ class Lanes {
   Lane& at(std::size_t i, int device) {
     while (lanes_.size() <= i) lanes_.push_back(std::make_unique<Lane>());
     Lane& lane = *lanes_[i];
-    if (!lane.stream || lane.stream->device() != device)
+    if (!lane.stream || lane.stream->device() != device) {
+      lane.stream.reset();  // the old stream goes first, from its own device
       lane.stream = std::make_unique<StreamT>(device);
+    }
     return lane;
   }
   Lane& operator[](std::size_t i) { return *lanes_[i]; }

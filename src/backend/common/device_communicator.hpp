@@ -17,22 +17,26 @@ namespace xb {
 
 // Stream marks from a runtime's events. `Api` as DeviceEventHandle's, plus
 //   using Stream = ...;
-//   static void record(Handle e, Stream s);            // throws
-//   static double elapsed_ms(Handle from, Handle to);   // throws
+//   static void record(Handle e, Stream s, int device);  // throws; the
+//                                                        // device owns s
+//   static double elapsed_ms(Handle from, Handle to);     // throws
 template <class Api>
 class DeviceStreamMarks final : public StreamMarks {
  public:
   DeviceStreamMarks(int device, typename Api::Stream stream, int count)
-      : stream_(stream), events_(static_cast<std::size_t>(count)) {
+      : device_(device), stream_(stream), events_(static_cast<std::size_t>(count)) {
     for (auto& e : events_) e.on(device);
   }
-  void mark(int i) override { Api::record(events_.at(static_cast<std::size_t>(i)).get(), stream_); }
+  void mark(int i) override {
+    Api::record(events_.at(static_cast<std::size_t>(i)).get(), stream_, device_);
+  }
   double elapsed_us(int from, int to) override {
     return 1e3 * Api::elapsed_ms(events_.at(static_cast<std::size_t>(from)).get(),
                                  events_.at(static_cast<std::size_t>(to)).get());
   }
 
  private:
+  int device_;
   typename Api::Stream stream_;
   std::vector<DeviceEventHandle<Api>> events_;
 };

@@ -72,7 +72,7 @@ struct MarkApi : EventApi {
   using Stream = cudaStream_t;
   // During graph capture a mark must be an external event node, so that the
   // replayed graph records it where the host can read it.
-  static void record(cudaEvent_t e, cudaStream_t s) {
+  static void record(cudaEvent_t e, cudaStream_t s, int /*device: any current one will do*/) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     XB_CUDA(cudaStreamIsCapturing(s, &st));
     if (st == cudaStreamCaptureStatusActive)

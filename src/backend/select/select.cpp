@@ -42,4 +42,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   throw UsageError(fmt::format("unknown backend '{}' (known: host, cuda, ascend, auto)", name));
 }
 
+void finish_backends() { finish_ascend(); }
+
 }  // namespace xb

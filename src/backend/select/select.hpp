@@ -16,4 +16,9 @@ std::vector<BackendStatus> probe_backends();
 // unavailable name, with the reason.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 
+// The end of the process's use of the vendor runtimes, once every backend
+// object is gone: Ascend resets the NPUs the process set and finalizes
+// AscendCL (which must not happen in a destructor or an exit handler).
+void finish_backends();
+
 }  // namespace xb

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <string>
+#include <vector>
 #include <tuple>
 
 #include "family/coll/coll_bench.hpp"
@@ -55,6 +57,13 @@ std::string one_collective(const std::string& op, const std::vector<const Record
   if (const FieldValue* avg = find_field(rep.summary, "avg_busbw_" + op);
       avg && std::holds_alternative<double>(*avg))
     out += fmt::format("# Avg bus bandwidth    : {:.4f} GB/s\n", std::get<double>(*avg));
+  // Why the waived rows were not run, each reason once.
+  std::vector<std::string> reasons;
+  std::map<std::string, int> times;
+  for (const Record* r : recs)
+    if (r->status == Status::waived && times[r->reason]++ == 0) reasons.push_back(r->reason);
+  for (const auto& why : reasons)
+    out += fmt::format("# waived ({} record{}): {}\n", times[why], times[why] == 1 ? "" : "s", why);
   return out;
 }
 
