@@ -13,7 +13,7 @@ PKGS=(
   mbw
   libucx-dev ucx-utils
   libopenblas-dev
-  python3-matplotlib chromium
+  python3-matplotlib python3-prometheus-client chromium
   clang-14 libclang-rt-14-dev  # the fuzz build (make fuzz): clang and its libFuzzer runtime
 )
 

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/cli.hpp"
@@ -94,21 +95,53 @@ int run_script(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The plot script reads JSON documents: a jsonl or CSV result is handed to
+// it as the JSON document it reads as, under the same name in a temporary
+// folder (removed when the command ends).
+class AsJson {
+ public:
+  std::string path_for(const std::string& file) {
+    const std::string text = load_result_text(file);  // bad input: one line, exit 2
+    std::ifstream in(file);
+    if (in.peek() == '{') {
+      std::string first;
+      std::getline(in, first);
+      if (first.find("\"format\":\"jsonl\"") == std::string::npos) return file;
+    }
+    if (dir_.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "xferbench-plot-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) throw RuntimeError("cannot make a temporary folder");
+      dir_ = tmpl;
+    }
+    const std::string out = (fs::path(dir_) / (fs::path(file).stem().string() + ".json")).string();
+    std::ofstream(out) << text;
+    return out;
+  }
+  ~AsJson() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+ private:
+  std::string dir_;
+};
+
 }  // namespace
 
 Command add_plot(CLI::App& root) {
   auto in = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   CLI::App* app = root.add_subcommand("plot", "chart a result file (PNG or SVG, matplotlib)");
-  app->add_option("file", *in, "result file (--format json output)")->required();
+  app->add_option("file", *in, "result file (--format json, jsonl or csv output)")->required();
   app->add_option("-o,--output", *out, "image to write (.png or .svg)")->required();
   app->footer(
       "Example:\n  xferbench copy --format json -o a.json && xferbench plot a.json -o a.png");
   return {app, [in, out] {
-            load_result_text(*in);  // bad input is one line and exit 2, before Python starts
+            AsJson conv;
+            const std::string file = conv.path_for(*in);  // bad input: exit 2, before Python
             const std::string ext = fs::path(*out).extension().string();
             if (ext != ".png" && ext != ".svg") throw UsageError("-o must end in .png or .svg");
-            return run_script({"plot", *in, *out});
+            return run_script({"plot", file, *out});
           }};
 }
 
@@ -121,9 +154,9 @@ Command add_report(CLI::App& root) {
   app->add_option("-o,--output", *out, "HTML file to write")->required();
   app->footer("Example:\n  xferbench report a.json r.json c.json -o report.html");
   return {app, [in, out] {
-            for (const auto& f : *in) load_result_text(f);
+            AsJson conv;
             std::vector<std::string> args{"report", *out};
-            args.insert(args.end(), in->begin(), in->end());
+            for (const auto& f : *in) args.push_back(conv.path_for(f));
             return run_script(args);
           }};
 }

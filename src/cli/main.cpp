@@ -1,9 +1,11 @@
-// Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.
+// Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage,
+// 130/143 stopped by SIGINT/SIGTERM (the records so far kept).
 #include <cstdio>
 #include <exception>
 
 #include "backend/select/select.hpp"
 #include "cli/cli.hpp"
+#include "core/journal.hpp"
 #include "core/error.hpp"
 #include "runtime/runtime.hpp"
 
@@ -23,6 +25,10 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     rc = xb::cli::run(argc, argv);
+  } catch (const xb::Interrupted& e) {  // the output said where it stopped
+    std::fflush(stdout);
+    rc = 128 + e.signal();
+    xb::set_exit_code_hint(rc);
   } catch (const xb::UsageError& e) {
     report_error(e.what());
     std::fflush(stderr);

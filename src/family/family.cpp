@@ -1,5 +1,7 @@
 #include "family/family.hpp"
 
+#include "core/error.hpp"
+
 #include "report/table_kit.hpp"
 
 namespace xb {
@@ -16,7 +18,13 @@ std::string render_table(const Family& f, const Report& r) {
 }
 
 std::string render(const Family& f, const Report& r, Format fmt) {
+  if (fmt == Format::prom) return f.prometheus(r);
   return fmt == Format::table ? render_table(f, r) : format_report(r, fmt);
+}
+
+std::string Family::prometheus(const Report&) const {
+  throw UsageError("--format prom is doctor's (health checks for Prometheus); " + name() +
+                   " writes table, json, csv or jsonl");
 }
 
 Support host_memory_only(const Capabilities& c) {

@@ -1,6 +1,7 @@
 #include "family/run.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,19 +10,27 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/sysinfo.hpp"
+#include "runtime/liveness.hpp"
 
 namespace xb {
 
-void add_output_options(CLI::App& app, RunOptions& opts) {
+void add_output_options(CLI::App& app, RunOptions& opts, bool prom) {
   app.add_option(
          "--backend", opts.backend,
          "host, cuda, ascend, or auto: the first available that can run the command as asked")
       ->default_str("auto");
-  app.add_option("--format", opts.format, "table, json or csv")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+  std::vector<std::string> formats{"table", "json", "csv", "jsonl"};
+  if (prom) formats.emplace_back("prom");
+  app.add_option("--format", opts.format,
+                 prom ? "table, json, csv, jsonl, or prom (Prometheus text, for node_exporter's "
+                        "textfile collector)"
+                      : "table, json, csv or jsonl (a line per record, written as each finishes)")
+      ->check(CLI::IsMember(formats))
       ->default_str("table");
   app.add_option("-o,--output", opts.output, "write the --format output to FILE")
       ->type_name("FILE");
@@ -37,7 +46,7 @@ void add_run_options(CLI::App& app, RunOptions& opts, const RunOpts& which) {
   if (which.ranks)
     app.add_option("--ranks", opts.ranks, "outside mpiexec: start N ranks under mpiexec")
         ->check(CLI::Range(1, 4096));
-  add_output_options(app, opts);
+  add_output_options(app, opts, which.prom);
   app.add_option("--min-bw", opts.min_bw,
                  "exit 1 when a record's headline figure (GB/s; coll: busbw) is below this")
       ->check(CLI::NonNegativeNumber);
@@ -61,29 +70,156 @@ EnvInfo env_of(const Backend& backend) {
   return env;
 }
 
-struct Output::File {
-  std::ofstream stream;
+struct Output::State {
+  RunOptions opts;
+  Format format = Format::table;
+  std::ofstream stream;   // the -o file (jsonl: appended to as records come)
+  bool rewrite = false;   // -o is a regular file: rewritten atomically
+  std::timed_mutex mu;    // the watcher of a lost rank writes too
+  const Family* family = nullptr;
+  Report partial;         // head + the records so far
+  bool begun = false, done = false;
+
+  // The document of the records so far to the -o file, whole.
+  void write_whole(const std::string& text) {
+    if (!rewrite) return;
+    const std::string tmp = fmt::format("{}.tmp.{}", opts.output, getpid());
+    {
+      std::ofstream f(tmp, std::ios::out | std::ios::trunc);
+      f << text;
+      f.flush();
+      if (!f) return;  // best effort: the last good document stays
+    }
+    if (std::rename(tmp.c_str(), opts.output.c_str()) != 0) std::remove(tmp.c_str());
+  }
+  void append(const std::string& text) {
+    stream << text;
+    stream.flush();
+  }
+  // After a record: the file has it.
+  void written(const Record& r) {
+    if (format == Format::jsonl) {
+      append(jsonl_record(r));
+    } else {
+      write_whole(render(*family, partial, format));
+    }
+  }
+  // The end of a run cut short: the records so far, marked.
+  void cut_short(const Params& why) {
+    for (const auto& w : why) partial.summary.push_back(w);
+    if (format == Format::jsonl)
+      append(jsonl_summary(partial));
+    else
+      write_whole(render(*family, partial, format));
+  }
 };
 
-Output::Output(const RunOptions& opts) : opts_(opts), format_(parse_format(opts.format)) {
+Output::Output(const RunOptions& opts) : st_(std::make_unique<State>()) {
+  st_->opts = opts;
+  st_->format = parse_format(opts.format);
   if (opts.output.empty()) return;
-  file_ = std::make_unique<File>();
-  file_->stream.open(opts.output, std::ios::out | std::ios::trunc);
-  if (!file_->stream)
+  st_->stream.open(opts.output, std::ios::out | std::ios::trunc);
+  if (!st_->stream)
     throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
+  struct stat sb{};
+  st_->rewrite = ::stat(opts.output.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-Output::~Output() = default;
+Output::~Output() {
+  if (!st_->begun) return;
+  set_record_sink({});
+  set_last_words({});
+  disarm_stop_signals();
+  if (st_->done) return;
+  // Ended before emit(): a stop signal, or an error unwinding (main prints it).
+  std::lock_guard lock(st_->mu);
+  const int sig = stop_signal();
+  try {
+    Params why{{"interrupted", true},
+               {"stopped_by", sig ? signal_name(sig) : std::string("error")},
+               {"records_done", static_cast<std::int64_t>(st_->partial.results.size())}};
+    if (!st_->opts.output.empty()) st_->cut_short(why);
+    if (!sig) return;
+    State& s = *st_;
+    for (const auto& w : why) s.partial.summary.push_back(w);
+    if (s.opts.output.empty() || !s.opts.quiet)
+      std::cout << render(*s.family, s.partial, s.opts.output.empty() ? s.format : Format::table)
+                << std::flush;
+    const Record* last = s.partial.results.empty() ? nullptr : &s.partial.results.back();
+    std::fprintf(stderr, "xferbench: stopped by %s after %zu record%s%s%s\n",
+                 signal_name(sig).c_str(), s.partial.results.size(),
+                 s.partial.results.size() == 1 ? "" : "s",
+                 last ? fmt::format(" (the last: {} {} {} B)", last->kase, last->method,
+                                    last->bytes)
+                            .c_str()
+                      : "",
+                 s.opts.output.empty() ? "" : fmt::format("; {} holds them", s.opts.output).c_str());
+  } catch (const std::exception&) {  // a destructor reports nothing more
+  }
+}
+
+Format Output::format() const { return st_->format; }
+
+void Output::begin(const Family& f, Report head) {
+  st_->family = &f;
+  head.results.clear();
+  head.summary.clear();
+  st_->partial = std::move(head);
+  st_->begun = true;
+  State* s = st_.get();
+  if (!s->opts.output.empty()) {
+    if (s->format == Format::jsonl)
+      s->append(jsonl_head(s->partial));
+    else
+      s->write_whole(render(f, s->partial, s->format));
+  }
+  set_record_sink([s](const Record& r) {
+    std::lock_guard lock(s->mu);
+    s->partial.results.push_back(r);
+    if (!s->opts.output.empty()) s->written(r);
+  });
+  set_last_words([s](const std::string& why) {
+    std::unique_lock lock(s->mu, std::chrono::seconds(2));
+    if (!lock.owns_lock() || s->opts.output.empty() || s->done) return;
+    s->cut_short({{"interrupted", true},
+                  {"stopped_by", std::string("lost rank")},
+                  {"lost", why},
+                  {"records_done", static_cast<std::int64_t>(s->partial.results.size())}});
+  });
+  arm_stop_signals(launcher_rank() <= 0);
+}
 
 void Output::emit(const std::function<std::string(Format)>& render) {
-  if (!file_) {
-    std::cout << render(format_) << std::flush;
+  if (st_->begun) {
+    set_record_sink({});
+    set_last_words({});
+  }
+  std::lock_guard lock(st_->mu);
+  st_->done = true;
+  if (st_->opts.output.empty()) {
+    std::cout << render(st_->format) << std::flush;
     return;
   }
-  file_->stream << render(format_);
-  file_->stream.flush();
-  if (!file_->stream) throw RuntimeError(fmt::format("writing {} failed", opts_.output));
-  if (!opts_.quiet) std::cout << render(Format::table) << std::flush;
+  const std::string text = render(st_->format);
+  if (st_->rewrite) {
+    st_->stream.close();
+    st_->write_whole(text);
+    std::ifstream check(st_->opts.output);
+    if (!check) throw RuntimeError(fmt::format("writing {} failed", st_->opts.output));
+  } else {
+    st_->stream << text;
+    st_->stream.flush();
+    if (!st_->stream) throw RuntimeError(fmt::format("writing {} failed", st_->opts.output));
+  }
+  if (!st_->opts.quiet) std::cout << render(Format::table) << std::flush;
+}
+
+void stop_point(Runtime* rt) {
+  if (!rt) return stop_point();
+  const int sig = static_cast<int>(rt->max(static_cast<double>(stop_signal())));
+  if (!sig) return;
+  note_stop_signal(sig);
+  throw Interrupted(sig);
 }
 
 void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
@@ -321,6 +457,17 @@ Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& i
   err = r.rt->agree(err);
   if (!err.empty()) throw UsageError(err);
   return r;
+}
+
+void Ranked::begin(const Family& f, const std::string& command, Params params) {
+  if (out) {
+    Report head{command, env_of(*backend), std::move(params), {}, {}};
+    head.env.ranks = rt->size();
+    head.env.backend_note = backend_note;
+    out->begin(f, std::move(head));
+  } else {
+    arm_stop_signals(false);
+  }
 }
 
 int Ranked::report(const Family& f, Report r, const RunOptions& opts) {

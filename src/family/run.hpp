@@ -40,12 +40,13 @@ struct RunOpts {
   std::string warmup;                     // "-w" help; empty: no -w
   std::string check;                      // "--no-check" help; empty: no --no-check
   bool ranks = false;                     // --ranks N
+  bool prom = false;                      // --format prom (Family::prometheus)
 };
 
 // --backend, --format, -o, -q, --min-bw, and those `which` names.
 void add_run_options(CLI::App& app, RunOptions& opts, const RunOpts& which = {});
 // Only --backend, --format, -o, -q: for list and topo.
-void add_output_options(CLI::App& app, RunOptions& opts);
+void add_output_options(CLI::App& app, RunOptions& opts, bool prom = false);
 // For families on host memory only: `auto` means host; another backend is a
 // UsageError naming the family.
 RunOptions host_only(RunOptions opts, const std::string& family);
@@ -66,19 +67,38 @@ ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* 
 // Writes `render(format)` to -o FILE (the table also goes to stdout unless
 // --quiet) or to stdout. The file is opened before anything runs, so a bad
 // path is a usage error, not lost results.
+//
+// Nothing finished is lost: after begin(), every record a family passes to
+// record_done() (core/journal.hpp) is in the file at once, which always
+// holds a valid document of the records so far (json, csv and table
+// rewritten atomically, a temporary file renamed over it; jsonl appended
+// and flushed), and SIGINT/SIGTERM are armed. A run that ends before emit()
+// (a stop signal, an error, a lost rank) leaves the file with its records
+// and the summary "interrupted": true with what stopped it; on a stop the
+// report so far also goes to stdout and a line to stderr says where it
+// stopped.
 class Output {
  public:
   explicit Output(const RunOptions& opts);
   ~Output();
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+  // The run starts: `head` has the command, env and params (its results and
+  // summary are ignored).
+  void begin(const Family& f, Report head);
+  // The finished report.
   void emit(const std::function<std::string(Format)>& render);
-  Format format() const { return format_; }
+  Format format() const;
 
  private:
-  struct File;
-  RunOptions opts_;
-  Format format_;
-  std::unique_ptr<File> file_;
+  struct State;
+  std::unique_ptr<State> st_;
 };
+
+// A stop point between two measurements: throws Interrupted (core/journal.hpp)
+// once a stop signal came. With `rt` collective: the ranks agree, so a
+// signal to any rank stops all of them at the same point.
+void stop_point(Runtime* rt);
 
 // -s / -b -e -f -i, shared by every family that sweeps sizes.
 struct SizeArgs {
@@ -143,6 +163,9 @@ struct Ranked {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Runtime> rt;
   std::unique_ptr<Output> out;  // rank 0 only
+  // The run starts (Output::begin on rank 0; stop signals armed on every
+  // rank, as stop_point(rt) needs).
+  void begin(const Family& f, const std::string& command, Params params);
   // Fills the environment, prints from rank 0 only, returns the exit code.
   int report(const Family& f, Report r, const RunOptions& opts);
 };

@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "report/report.hpp"
@@ -61,12 +63,136 @@ void check_shape(const json& doc, const std::string& name) {
   }
 }
 
+// --format jsonl: a head line, a line per record, a summary line. A last
+// line cut short (a run killed while writing it) is left out.
+json from_jsonl(const std::string& text, const std::string& name) {
+  json doc;
+  json results = json::array();
+  std::istringstream in(text);
+  std::string line;
+  std::size_t n = 0;
+  bool head = true;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception&) {
+      if (in.peek() == std::char_traits<char>::eof()) break;  // the last line, cut short
+      throw UsageError(fmt::format("{} line {} is not a JSON object", name, n));
+    }
+    if (!j.is_object()) throw UsageError(fmt::format("{} line {} is not a JSON object", name, n));
+    if (head) {
+      doc = std::move(j);
+      doc.erase("format");
+      head = false;
+    } else if (j.contains("summary") && j.size() == 1) {
+      doc["summary"] = j["summary"];
+    } else {
+      results.push_back(std::move(j));
+    }
+  }
+  doc["results"] = std::move(results);
+  return doc;
+}
+
+// One CSV field list, with RFC 4180 quotes ("" inside quotes is a quote).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+// A CSV cell as the JSON value it was written from.
+json csv_value(const std::string& v) {
+  if (v == "true") return true;
+  if (v == "false") return false;
+  try {
+    std::size_t used = 0;
+    if (v.find_first_of(".eE") == std::string::npos && !v.empty()) {
+      const long long i = std::stoll(v, &used);
+      if (used == v.size()) return i >= 0 ? json(static_cast<unsigned long long>(i)) : json(i);
+    }
+    const double d = std::stod(v, &used);
+    if (used == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return v;
+}
+
+// --format csv: the records (no env or params in a CSV file).
+json from_csv(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  const auto cols = csv_fields(line);
+  json doc = {{"schema", kSchema}, {"env", json::object()}, {"params", json::object()}};
+  json results = json::array();
+  std::size_t n = 1;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    const auto cells = csv_fields(line);
+    if (cells.size() != cols.size())
+      throw UsageError(fmt::format("{} line {} has {} fields, the header {}", name, n,
+                                   cells.size(), cols.size()));
+    json r = json::object();
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      const std::string& c = cols[i];
+      const std::string& v = cells[i];
+      if (c == "command") {
+        doc["command"] = v;
+      } else if (c == "case" || c == "method" || c == "status" || c == "reason") {
+        r[c] = v;
+      } else if (c.rfind("time_us_", 0) == 0) {
+        r["time_us"][c.substr(8)] = csv_value(v);
+      } else if (c.rfind("gbps_", 0) == 0) {
+        r["gbps"][c.substr(5)] = csv_value(v);
+      } else if (c == "verified") {
+        r[c] = v.empty() ? json(nullptr) : json(v == "true");
+      } else if (!v.empty()) {
+        r[c] = csv_value(v);
+      }
+    }
+    results.push_back(std::move(r));
+  }
+  doc["results"] = std::move(results);
+  return doc;
+}
+
 json parse(const std::string& text, const std::string& name) {
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception&) {
-    throw UsageError(fmt::format("{} is not a JSON document", name));
+  const std::string first = text.substr(0, text.find('\n'));
+  if (first.rfind("command,case,method,", 0) == 0) {
+    doc = from_csv(text, name);
+  } else if (first.find("\"format\":\"jsonl\"") != std::string::npos) {
+    doc = from_jsonl(text, name);
+  } else {
+    try {
+      doc = json::parse(text);
+    } catch (const json::exception&) {
+      throw UsageError(fmt::format("{} is not a JSON document", name));
+    }
   }
   if (!doc.is_object() || !doc.contains("schema"))
     throw UsageError(fmt::format("{} is not an xferbench result (no \"schema\")", name));

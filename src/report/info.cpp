@@ -95,13 +95,15 @@ std::string topo_table(const TopoView& t) {
 }  // namespace
 
 std::string format_topo(const TopoView& t, const EnvInfo& env, Format f) {
-  if (f == Format::csv) throw UsageError("topo supports --format table or json");
+  if (f != Format::table && f != Format::json)
+    throw UsageError("topo supports --format table or json");
   if (f == Format::json) return topo_json(t, env).dump(2) + "\n";
   return topo_table(t);
 }
 
 std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
-  if (f == Format::csv) throw UsageError("list supports --format table or json");
+  if (f != Format::table && f != Format::json)
+    throw UsageError("list supports --format table or json");
   if (f == Format::json) {
     ojson doc = document_head("list", env);
     ojson backends = ojson::array(), benches = ojson::array();

@@ -23,8 +23,6 @@ ojson document_head(const std::string& command, const EnvInfo& env) {
   return doc;
 }
 
-namespace {
-
 ojson record_json(const Record& r) {
   ojson j;
   j["case"] = r.kase;
@@ -44,22 +42,43 @@ ojson record_json(const Record& r) {
   return j;
 }
 
+namespace {
+
+ojson params_json(const Params& p) {
+  ojson out = ojson::object();
+  for (const auto& [k, v] : p) out[k] = field_json(v);
+  return out;
+}
+
 }  // namespace
 
 std::string format_json(const Report& r) {
   ojson doc = document_head(r.command, r.env);
-  ojson params = ojson::object();
-  for (const auto& [k, v] : r.params) params[k] = field_json(v);
-  doc["params"] = params;
+  doc["params"] = params_json(r.params);
   ojson results = ojson::array();
   for (const auto& rec : r.results) results.push_back(record_json(rec));
   doc["results"] = results;
-  if (!r.summary.empty()) {
-    ojson summary = ojson::object();
-    for (const auto& [k, v] : r.summary) summary[k] = field_json(v);
-    doc["summary"] = summary;
-  }
+  if (!r.summary.empty()) doc["summary"] = params_json(r.summary);
   return doc.dump(2) + "\n";
+}
+
+std::string jsonl_head(const Report& r) {
+  ojson doc = document_head(r.command, r.env);
+  doc["format"] = "jsonl";
+  doc["params"] = params_json(r.params);
+  return doc.dump() + "\n";
+}
+
+std::string jsonl_record(const Record& r) { return record_json(r).dump() + "\n"; }
+
+std::string jsonl_summary(const Report& r) {
+  return ojson{{"summary", params_json(r.summary)}}.dump() + "\n";
+}
+
+std::string format_jsonl(const Report& r) {
+  std::string out = jsonl_head(r);
+  for (const auto& rec : r.results) out += jsonl_record(rec);
+  return out + jsonl_summary(r);
 }
 
 }  // namespace xb

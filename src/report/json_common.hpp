@@ -11,5 +11,7 @@ using ojson = nlohmann::ordered_json;
 ojson field_json(const FieldValue& v);
 // {"schema", "tool", "env", "command"}: the head of every document.
 ojson document_head(const std::string& command, const EnvInfo& env);
+// One record as the documents write it.
+ojson record_json(const Record& r);
 
 }  // namespace xb

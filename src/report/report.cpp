@@ -10,7 +10,9 @@ Format parse_format(const std::string& s) {
   if (s == "table") return Format::table;
   if (s == "json") return Format::json;
   if (s == "csv") return Format::csv;
-  throw UsageError("--format must be table, json or csv (got '" + s + "')");
+  if (s == "jsonl") return Format::jsonl;
+  if (s == "prom") return Format::prom;
+  throw UsageError("--format must be table, json, csv, jsonl or prom (got '" + s + "')");
 }
 
 std::string format_report(const Report& r, Format f) {
@@ -19,10 +21,13 @@ std::string format_report(const Report& r, Format f) {
       return format_json(r);
     case Format::csv:
       return format_csv(r);
+    case Format::jsonl:
+      return format_jsonl(r);
     case Format::table:
+    case Format::prom:
       break;
   }
-  throw std::logic_error("format_report: the table is rendered by the record's family");
+  throw std::logic_error("format_report: the table and prom are rendered by the record's family");
 }
 
 int exit_code(const Report& r) {

@@ -9,8 +9,11 @@
 
 namespace xb {
 
-enum class Format { table, json, csv };
-// "table", "json", "csv"; throws UsageError otherwise.
+// jsonl: a head line (schema, env, command, params, "format": "jsonl"), one
+// line per record, then {"summary": {...}}; written as the records finish.
+// prom: the Prometheus text exposition format (doctor only: its family renders it).
+enum class Format { table, json, csv, jsonl, prom };
+// "table", "json", "csv", "jsonl", "prom"; throws UsageError otherwise.
 Format parse_format(const std::string& s);
 
 inline constexpr const char* kSchema = "xferbench/1";
@@ -27,6 +30,11 @@ struct Report {
 std::string format_report(const Report& r, Format f);
 std::string format_json(const Report& r);
 std::string format_csv(const Report& r);
+std::string format_jsonl(const Report& r);
+// The three parts of a jsonl document, for writing it as a run goes.
+std::string jsonl_head(const Report& r);
+std::string jsonl_record(const Record& r);
+std::string jsonl_summary(const Report& r);
 
 std::string format_topo(const TopoView& t, const EnvInfo& env, Format f);
 std::string format_list(const ListView& l, const EnvInfo& env, Format f);

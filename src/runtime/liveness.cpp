@@ -21,6 +21,7 @@
 #include <cstring>
 #include <csignal>
 #include <random>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -149,6 +150,25 @@ void write_now(std::string_view line) {
     if (n < 0 && errno != EINTR && errno != EAGAIN) break;
     if (n > 0) done += static_cast<std::size_t>(n);
   }
+}
+
+namespace {
+std::mutex g_last_mu;
+std::function<void(const std::string&)> g_last_words;
+
+void last_words(const std::string& why) {
+  std::function<void(const std::string&)> fn;
+  {
+    std::lock_guard lock(g_last_mu);
+    fn = g_last_words;
+  }
+  if (fn) fn(why);
+}
+}  // namespace
+
+void set_last_words(std::function<void(const std::string& why)> fn) {
+  std::lock_guard lock(g_last_mu);
+  g_last_words = std::move(fn);
 }
 
 void exit_now(std::string_view line, int code) {
@@ -417,9 +437,10 @@ struct Liveness::Impl {
       for (const auto& c : conns)
         if (c.rank >= 0 && c.rank != lost.rank) close_after(c.fd, until);
     }
-    exit_now(fmt::format("xferbench: error: rank {} lost {}{}: {}\n", rank, lost.peer,
-                         lost.relayed ? " (seen by rank 0)" : "", lost.reason),
-             1);
+    const std::string why = fmt::format("rank {} lost {}{}: {}", rank, lost.peer,
+                                        lost.relayed ? " (seen by rank 0)" : "", lost.reason);
+    last_words(why);
+    exit_now("xferbench: error: " + why + "\n", 1);
   }
 };
 

@@ -12,6 +12,7 @@
 // later (it waits for a rank that will not come). The hub relays a loss to
 // the others before it exits, so every rank names the rank that was lost.
 // No MPI here: runtime/mpi_runtime.cpp exchanges the hub's address.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,11 @@ class Liveness {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What a process does, on the watcher's thread, when a peer is lost and
+// just before it exits (the run's output marks its file with the lost rank).
+// `why`: "rank 0 lost rank 1: ...". Empty: nothing. Must not wait long.
+void set_last_words(std::function<void(const std::string& why)> fn);
 
 // Writes `line` to stderr without stdio (another thread may hold its locks),
 // without waiting more than a second for a full pipe and without SIGPIPE.

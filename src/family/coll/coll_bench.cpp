@@ -6,7 +6,9 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/timer.hpp"
+#include "family/run.hpp"
 
 namespace xb {
 namespace {
@@ -260,11 +262,13 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
       for (RedOp ro : redops) {
         const CollCase c{op, t, ro, comm.size(), cfg.root};
         for (Bytes n : cfg.sizes) {
+          stop_point(&rt);  // every rank, in step
           const CollCounts k = coll_counts(op, n, t, comm.size());
           for (bool inplace : {false, true}) {
             if ((inplace && !cfg.inplace) || (!inplace && !cfg.outofplace)) continue;
             if (const Support s = comm.supports(op, t, ro); !s.ok) {
               res.records.push_back(make_waived(c, k, n, inplace, cfg, comm, s.reason));
+              record_done(res.records.back());
               continue;
             }
             Bytes off = 0;
@@ -273,6 +277,7 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
             const std::int64_t wrong =
                 cfg.check ? check(rt, backend, comm, bufs, c, k, inplace, cfg) : 0;
             res.records.push_back(make_record(c, k, n, inplace, times, wrong, cfg, comm));
+            record_done(res.records.back());
             busbw_sum += res.records.back().get_or(coll_field::busbw, 0.0);
             ++busbw_n;
           }

@@ -98,10 +98,11 @@ Examples:
         start_ranked(*this, run_, inv, [&](Runtime& rt, Backend&) { finish_config(rt.size()); });
     auto comm = r.backend->communicator(*r.rt);
     validate_coll(r.rt->size(), cfg_, comm.get());
-    CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
     Params params = this->params(r.rt->size());
     params.emplace_back("timed_by",
                         timed_by(*comm) + (cfg_.graph ? ", captured in a graph and replayed" : ""));
+    r.begin(*this, "coll", params);
+    CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
     return r.report(*this,
                     {"coll", {}, std::move(params), std::move(res.records), std::move(res.summary)},
                     run_);

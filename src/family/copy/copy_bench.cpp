@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/pattern.hpp"
 #include "family/copy/copy_plan.hpp"
 
@@ -256,7 +257,14 @@ std::vector<Record> run_copy(Backend& backend, const Registry& registry, const C
     }
     for (Method m : cfg.methods)
       for (int t : threads) {
-        const std::size_t first = out.size();
+        std::size_t sent = out.size();
+        // The records of the sizes done so far, final: to the run's output.
+        const auto finished = [&] {
+          for (; sent < out.size(); ++sent) {
+            if (!cfg.thread_counts.empty()) out[sent].set(copy_field::threads, std::int64_t{t});
+            record_done(out[sent]);
+          }
+        };
         CopierOptions opts = cfg.copier;
         opts.threads = t;
         const std::string what = cfg.thread_counts.empty()
@@ -265,14 +273,14 @@ std::vector<Record> run_copy(Backend& backend, const Registry& registry, const C
         run_method(
             backend, cfg, g, bufs ? &*bufs : nullptr, sup, alloc_error, m, opts,
             [&](Bytes n) {
+              finished();
+              stop_point();
               if (progress)
                 progress(done, total, fmt::format("{} {} {}", g.label(), what, format_size(n)));
               ++done;
             },
             out);
-        if (!cfg.thread_counts.empty())
-          for (std::size_t i = first; i < out.size(); ++i)
-            out[i].set(copy_field::threads, std::int64_t{t});
+        finished();
       }
   }
   if (progress) progress(total, total, "done");

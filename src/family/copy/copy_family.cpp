@@ -132,6 +132,7 @@ Examples:
     if (!cfg_.thread_counts.empty())
       report.params.emplace_back("thread_counts", join_numbers(cfg_.thread_counts));
     report.env.backend_note = chosen.note;
+    out.begin(*this, report);
     report.results = run_copy(backend, registry, cfg_, progress_for(run_));
     return report_once(*this, std::move(report), run_, out);
   }

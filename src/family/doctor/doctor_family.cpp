@@ -12,7 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <cstring>
@@ -986,6 +988,56 @@ class DoctorFamily final : public Family {
     return out;
   }
 
+  // One gauge family per figure, a sample per check with its labels; the
+  // verdict as a number (0 PASS, 1 WARN, 2 FAIL, -1 none) and as a label.
+  std::string prometheus(const Report& r) const override {
+    const auto esc = [](const std::string& v) {
+      std::string o;
+      for (char c : v) o += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
+      return o;
+    };
+    const std::string common =
+        fmt::format("backend=\"{}\",host=\"{}\"", esc(r.env.backend), esc(r.env.host));
+    std::string out;
+    const auto family = [&](const char* name, const char* help,
+                            const std::function<double(const Record&)>& value,
+                            bool with_verdict) {
+      out += fmt::format("# HELP xferbench_doctor_{} {}\n# TYPE xferbench_doctor_{} gauge\n", name,
+                         help, name);
+      for (const Record& rec : r.results) {
+        const std::string v = rec.get_or(doctor_field::verdict, std::string("-"));
+        out += fmt::format("xferbench_doctor_{}{{check=\"{}\",where=\"{}\",unit=\"{}\",{}{}}} {}\n",
+                           name, esc(rec.kase), esc(rec.method),
+                           esc(rec.get_or(doctor_field::unit, std::string())), common,
+                           with_verdict ? fmt::format(",verdict=\"{}\"", esc(v)) : "",
+                           value(rec));
+      }
+    };
+    family("measured", "the measured figure of a check, in its unit",
+           [](const Record& x) { return x.get_or(doctor_field::measured, 0.0); }, false);
+    family("expected", "what the link should give, in the check's unit; 0: no expected figure",
+           [](const Record& x) { return x.get_or(doctor_field::expected, 0.0); }, false);
+    family("ratio", "measured / expected; 0: no expected figure",
+           [](const Record& x) { return x.get_or(doctor_field::ratio, 0.0); }, false);
+    family("verdict", "0 PASS, 1 WARN, 2 FAIL, -1 nothing to hold it against",
+           [](const Record& x) {
+             const std::string v = x.get_or(doctor_field::verdict, std::string("-"));
+             return v == "PASS" ? 0.0 : v == "WARN" ? 1.0 : v == "FAIL" ? 2.0 : -1.0;
+           },
+           true);
+    int fails = 0;
+    for (const Record& rec : r.results) fails += rec.status == Status::failed;
+    out += fmt::format(
+        "# HELP xferbench_doctor_failed_checks checks with the verdict FAIL\n"
+        "# TYPE xferbench_doctor_failed_checks gauge\n"
+        "xferbench_doctor_failed_checks{{{}}} {}\n"
+        "# HELP xferbench_doctor_run_timestamp_seconds when this doctor run ended (Unix time)\n"
+        "# TYPE xferbench_doctor_run_timestamp_seconds gauge\n"
+        "xferbench_doctor_run_timestamp_seconds{{{}}} {}\n",
+        common, fails, common, static_cast<long long>(std::time(nullptr)));
+    return out;
+  }
+
   void add_options(CLI::App& app) override {
     auto* q = app.add_flag("--quick", quick_, "a short suite (16 MiB, 5 rounds and more while noisy: seconds)");
     auto* f = app.add_flag("--full", full_, "a long suite (256 MiB, 10 rounds and more while noisy)");
@@ -995,6 +1047,7 @@ class DoctorFamily final : public Family {
                                fmt::join(kChecks, ", ")));
     RunOpts which;
     which.ranks = true;
+    which.prom = true;
     add_run_options(app, run_, which);
     app.footer(R"(Measures h2d, d2h and d2d per device with both methods, the p2p matrix, a 4 KiB
 latency and the engine on loopback, then holds each figure against what its

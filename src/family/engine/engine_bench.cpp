@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <future>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/pattern.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
@@ -454,6 +456,7 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
   const double register_ms = elapsed_us(r0, Clock::now()) / 1e3;
   for (Op op : cfg.ops) {
     for (Bytes bs : blocks) {
+      stop_point();
       prepare_local(op, *local, cfg.total);
       for (int w = 0; w < cfg.warmup; ++w) one_loop(*local, op, cfg.total, bs, cfg, nullptr);
       Timing t;
@@ -463,6 +466,7 @@ EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& 
         t.loop_us.push_back(elapsed_us(t0, Clock::now()));
       }
       run.records.push_back(make_record(op, cfg, lane, bs, t, check(link, *local, op, cfg)));
+      record_done(run.records.back());
     }
   }
   run.summary = {{"ucx_version", engine::ucx_version()},
@@ -562,19 +566,25 @@ EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device
     throw RuntimeError("selftest server did not start");
   }
   EngineRun all;
+  std::exception_ptr stopped;
   {
     const auto t0 = Clock::now();
     engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", sc.kind, 10, 10);
     const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
-    for (bool async : asyncs) {
-      cfg.async = async;
-      EngineRun run = run_engine_client(link, cfg, connect_ms, be);
-      for (auto& r : run.records) all.records.push_back(std::move(r));
-      all.summary = std::move(run.summary);
+    try {
+      for (bool async : asyncs) {
+        cfg.async = async;
+        EngineRun run = run_engine_client(link, cfg, connect_ms, be);
+        for (auto& r : run.records) all.records.push_back(std::move(r));
+        all.summary = std::move(run.summary);
+      }
+    } catch (const Interrupted&) {  // stopped: the server still ends, then the run
+      stopped = std::current_exception();
     }
     link.bye();
   }
   server.get();
+  if (stopped) std::rethrow_exception(stopped);
   return all;
 }
 

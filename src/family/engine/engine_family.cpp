@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
 #include "family/run.hpp"
@@ -160,9 +161,17 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
                    .check = "skip verification"});
 }
 
+// The run's output, begun: a bad -o fails before anything connects, and
+// each finished record is in the file at once.
+std::unique_ptr<Output> begin_engine(const Family& f, const RunOptions& opts,
+                                     const Backend& backend, Params params) {
+  auto out = std::make_unique<Output>(opts);
+  out->begin(f, {"engine", env_of(backend), std::move(params), {}, {}});
+  return out;
+}
+
 int emit_engine(const Family& f, const RunOptions& opts, const Backend& backend, EngineRun run,
-                Params params) {
-  Output out(opts);
+                Params params, Output& out) {
   const EnvInfo env = env_of(backend);
   return report_once(
       f, {"engine", env, std::move(params), std::move(run.records), std::move(run.summary)}, opts,
@@ -178,14 +187,20 @@ int run_client(const Family& f, const ClientArgs& a) {
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
   if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
-  Output check_output(opts);  // a bad -o fails before connecting
+  auto out = begin_engine(f, opts, *backend, params_of(a, cfg));
   const auto t0 = Clock::now();
   engine::ServerLink link(host, port, token, engine_digest(cfg),
                           server_on_device(cfg.mode) ? "device" : "host", a.connect_timeout, 10);
   const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
-  EngineRun run = run_engine_client(link, cfg, connect_ms, *backend);
+  EngineRun run;
+  try {
+    run = run_engine_client(link, cfg, connect_ms, *backend);
+  } catch (const Interrupted&) {  // stopped: the server hears a goodbye, not a lost client
+    link.bye();
+    throw;
+  }
   link.bye();
-  return emit_engine(f, opts, *backend, std::move(run), params_of(a, cfg));
+  return emit_engine(f, opts, *backend, std::move(run), params_of(a, cfg), *out);
 }
 
 int run_serve(const ServeArgs& a) {
@@ -222,9 +237,9 @@ int run_selftest(const Family& f, const ClientArgs& a) {
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
   if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
-  Output check_output(opts);
+  auto out = begin_engine(f, opts, *backend, params_of(a, cfg));
   EngineRun all = engine_selftest(cfg, *backend, a.server_device);
-  return emit_engine(f, opts, *backend, std::move(all), params_of(a, cfg));
+  return emit_engine(f, opts, *backend, std::move(all), params_of(a, cfg), *out);
 }
 
 class EngineFamily final : public Family {

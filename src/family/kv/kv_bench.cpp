@@ -8,11 +8,13 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "engine/ucx.hpp"
 #include "family/agree.hpp"
+#include "family/run.hpp"
 
 namespace xb {
 namespace {
@@ -165,7 +167,10 @@ std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg, Backend& backend) {
     throw RuntimeError(err);
   // While waiting for others, keep serving their one-sided traffic (TCP).
   const std::function<void()> serve = [&m] { m.worker.progress(); };
+  std::vector<Record> all;
   for (int b : cfg.blocks) {
+    stop_point(&rt);  // every rank, in step
+    mine.clear();
     const Bytes span = static_cast<Bytes>(b) * bb;
     // Get: everyone at once.
     std::memset(m.local->data(), 0x5A, span);
@@ -199,19 +204,17 @@ std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg, Backend& backend) {
       mine.push_back(record("put", 0, b, span * static_cast<Bytes>(rt.size() - 1), bb, us,
                             cfg.check ? std::optional<bool>(bad == 0) : std::nullopt));
     rt.barrier(serve);
+    // This block count's records from every rank, and their average and
+    // slowest: final, to the run's output (on rank 0) before the next.
+    std::vector<Record> block;
+    for (const auto& w : rt.allgather(records_to_wire(mine)))
+      for (auto& r : records_from_wire(w)) block.push_back(std::move(r));
+    summarize(block, b, bb);
+    for (auto& r : block) {
+      record_done(r);
+      all.push_back(std::move(r));
+    }
   }
-  std::vector<Record> all;
-  for (const auto& w : rt.allgather(records_to_wire(mine)))
-    for (auto& r : records_from_wire(w)) all.push_back(std::move(r));
-  std::stable_sort(all.begin(), all.end(), [](const Record& a, const Record& b) {
-    return a.get_or(kv_field::blocks, std::int64_t{0}) <
-           b.get_or(kv_field::blocks, std::int64_t{0});
-  });
-  for (int b : cfg.blocks) summarize(all, b, bb);
-  std::stable_sort(all.begin(), all.end(), [](const Record& a, const Record& b) {
-    return a.get_or(kv_field::blocks, std::int64_t{0}) <
-           b.get_or(kv_field::blocks, std::int64_t{0});
-  });
   return all;
 }
 

@@ -73,13 +73,14 @@ Examples:
     const RunOptions opts = host_only(run_, "kv");
     Ranked r =
         start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_kv(rt, cfg_); });
-    std::vector<Record> recs = run_kv(*r.rt, cfg_, *r.backend);
     const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
                            {"mem", std::string(cfg_.device_mem ? "device" : "host")},
                            {"blocks", blocks_},
                            {"iters", std::int64_t{cfg_.iters}},
                            {"warmup", std::int64_t{cfg_.warmup}},
                            {"check", cfg_.check}};
+    r.begin(*this, "kv", params);
+    std::vector<Record> recs = run_kv(*r.rt, cfg_, *r.backend);
     return r.report(*this, {"kv", {}, params, std::move(recs), {}}, opts);
   }
 

@@ -6,8 +6,10 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
+#include "family/run.hpp"
 #include "family/remote/remote_windows.hpp"
 
 namespace xb {
@@ -67,6 +69,7 @@ std::vector<Record> sweep(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w
   for (RemoteOp op : cfg.ops)
     for (Method m : cfg.methods)
       for (Bytes n : cfg.sizes) {
+        stop_point(&rt);  // every rank, in step
         w.prepare(op, n);
         w.settle();
         RemoteTimed t;
@@ -76,7 +79,12 @@ std::vector<Record> sweep(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w
         }
         w.settle();
         const std::int64_t bad = verify(rt, cfg, op, peer, w.received(op, n));
-        if (is_root) mine.push_back(make_record(cfg, op, m, peer, n, t, bad, w.transport()));
+        if (is_root) {
+          mine.push_back(make_record(cfg, op, m, peer, n, t, bad, w.transport()));
+          if (!cfg.thread_counts.empty())
+            mine.back().set(remote_field::threads, std::int64_t{cfg.copier.threads});
+          record_done(mine.back());  // the run's output is on rank 0: the default root
+        }
       }
   w.finish();
   return mine;
@@ -170,10 +178,7 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
     one.copier.threads = t;
     const auto w =
         ipc ? make_device_windows(rt, backend, one) : make_host_windows(rt, backend, one);
-    for (auto& r : sweep(rt, one, *w)) {
-      if (!cfg.thread_counts.empty()) r.set(remote_field::threads, std::int64_t{t});
-      mine.push_back(std::move(r));
-    }
+    for (auto& r : sweep(rt, one, *w)) mine.push_back(std::move(r));
     summary = w->summary();
   }
   // The root measured; every rank reports the root's records.

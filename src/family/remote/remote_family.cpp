@@ -108,6 +108,7 @@ Examples:
       apply_thread_counts(threads_, b, cfg_.copier, cfg_.thread_counts);
       validate_remote(rt, cfg_);
     });
+    r.begin(*this, "remote", params());
     RemoteResult res = run_remote(*r.rt, *r.backend, cfg_);
     return r.report(*this, {"remote", {}, params(), std::move(res.records), std::move(res.summary)},
                     run_);

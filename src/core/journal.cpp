@@ -1,0 +1,84 @@
+#include "core/journal.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace xb {
+namespace {
+
+std::mutex g_sink_mu;
+RecordSink g_sink;
+
+std::atomic<int> g_stop{0};
+std::atomic<bool> g_notice{true};
+struct sigaction g_old_int{}, g_old_term{};
+bool g_armed = false;
+
+void on_signal(int sig) {
+  int none = 0;
+  if (!g_stop.compare_exchange_strong(none, sig)) {
+    // The second signal: stop now, as the default action would.
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  if (g_notice.load()) {
+    static const char msg[] =
+        "\nxferbench: stopping after the measurement in flight (again to stop at once)\n";
+    const ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+  }
+}
+
+}  // namespace
+
+void set_record_sink(RecordSink sink) {
+  std::lock_guard lock(g_sink_mu);
+  g_sink = std::move(sink);
+}
+
+void record_done(const Record& r) {
+  std::lock_guard lock(g_sink_mu);
+  if (g_sink) g_sink(r);
+}
+
+void arm_stop_signals(bool print_notice) {
+  g_notice = print_notice;
+  if (g_armed) return;
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+  g_armed = true;
+}
+
+void disarm_stop_signals() {
+  if (!g_armed) return;
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  g_armed = false;
+}
+
+int stop_signal() { return g_stop.load(); }
+
+void note_stop_signal(int sig) {
+  int none = 0;
+  g_stop.compare_exchange_strong(none, sig);
+}
+
+std::string signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(sig);
+}
+
+void stop_point() {
+  if (const int s = g_stop.load()) throw Interrupted(s);
+}
+
+}  // namespace xb

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Runs stopped mid-sweep keep every finished record:
+#   interrupt.sh XFERBENCH MPIEXEC SCENARIO
+# Each scenario starts a long run with -o, waits until the file holds a
+# record, stops it, and checks: the exit code (130 SIGINT, 143 SIGTERM, 1 a
+# lost rank), that the file parses (`compare FILE FILE` reads it), holds as
+# many records as the stop line says were done, is marked interrupted (json
+# and jsonl: the summary), and that `report` reads it where matplotlib is.
+set -u
+xb=$1 mpiexec=$2 scenario=$3
+tmp=$(mktemp -d)
+trap 'kill -KILL $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() {
+  echo "FAIL [$scenario]: $*"
+  for f in "$tmp"/out "$tmp"/err; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done
+  exit 1
+}
+
+records() {  # records FILE FORMAT: how many records the file holds now
+  case $2 in
+    json | jsonl) grep -c '"case":' "$1" || true ;;
+    csv) echo $(($(wc -l <"$1") - 1)) ;;
+  esac
+}
+
+start() {  # start FORMAT CMD...: the run in the background, -o $tmp/run.FORMAT
+  fmt=$1; shift
+  file=$tmp/run.$fmt
+  "$@" --format "$fmt" -o "$file" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  for _ in $(seq 300); do
+    [ -s "$file" ] && [ "$(records "$file" "$fmt")" -ge 1 ] && return
+    kill -0 $pid 2>/dev/null || fail "the run ended before its first record"
+    sleep 0.1
+  done
+  fail "no record in $file within 30 s"
+}
+
+finish() {  # finish WANT_RC [STOPPED_BY]: waits, then checks the file
+  local want=$1 by=${2:-}
+  wait $pid
+  local rc=$?
+  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want"
+  "$xb" compare "$file" "$file" >"$tmp/cmp" 2>&1 || fail "compare cannot read $file: $(cat "$tmp/cmp")"
+  local n
+  n=$(records "$file" "$fmt")
+  [ "$n" -ge 1 ] || fail "no record in $file"
+  if [ -n "$by" ]; then
+    grep -Eq "stopped by $by after $n records?" "$tmp/err" ||
+      fail "the stop line does not say $n records: $(grep stopped "$tmp/err")"
+  fi
+  if [ "$fmt" != csv ]; then
+    grep -Eq '"interrupted": ?true' "$file" || fail "$file is not marked interrupted"
+  fi
+  if "$xb" report "$file" -o "$tmp/r.html" >"$tmp/rep" 2>&1; then
+    [ -s "$tmp/r.html" ] || fail "report wrote nothing"
+  elif ! grep -Eq "needs matplotlib|no python3 found" "$tmp/rep"; then
+    fail "report cannot read $file: $(cat "$tmp/rep")"
+  fi
+  echo "ok [$scenario]: exit $rc, $n records kept in $file"
+}
+
+copy=("$xb" copy --backend host -b 2 -e 64M -n 200)
+coll=("$mpiexec" -n 2 "$xb" coll allreduce --backend host -b 8 -e 256M -n 50)
+
+case $scenario in
+  copy_sigint_json | copy_sigint_csv | copy_sigint_jsonl)
+    start "${scenario##*_}" "${copy[@]}"
+    kill -INT $pid
+    finish 130 SIGINT
+    ;;
+  copy_sigterm)
+    start jsonl "${copy[@]}"
+    kill -TERM $pid
+    finish 143 SIGTERM
+    ;;
+  copy_twice)  # a second signal stops at once: the file still parses
+    start json "$xb" copy --backend host -t d2d --method dma -b 1M -e 1G -f 2 -n 3000
+    kill -INT $pid
+    sleep 0.2
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    [ "$rc" -eq 130 ] || fail "exit $rc, expected 130 (killed by SIGINT)"
+    "$xb" compare "$file" "$file" >/dev/null 2>&1 || fail "compare cannot read $file"
+    echo "ok [$scenario]: exit $rc, $(records "$file" json) records kept"
+    ;;
+  coll_sigint_launcher)
+    start json "${coll[@]}"
+    kill -INT $pid
+    finish 130 SIGINT
+    ;;
+  coll_sigterm_one_rank)  # one rank's signal stops every rank at the same point
+    start jsonl "${coll[@]}"
+    rank=$(pgrep -f "^$xb coll allreduce" | tail -1)
+    [ -n "$rank" ] || fail "no rank process found"
+    kill -TERM "$rank"
+    finish 143 SIGTERM
+    ;;
+  engine_client_sigint)
+    port=$((21000 + RANDOM % 30000))
+    "$xb" engine serve --listen 127.0.0.1:$port --token-file "$tmp/tok" 2>"$tmp/server" &
+    server=$!
+    for _ in $(seq 100); do [ -s "$tmp/tok" ] && grep -q listening "$tmp/server" && break; sleep 0.1; done
+    start csv "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" -t 64M \
+      -k 4K --block-steps 11 --loops 20
+    kill -INT $pid
+    finish 130 SIGINT
+    kill $server 2>/dev/null || true
+    ;;
+  kv_rank_killed)  # a lost rank: rank 0 leaves the file marked with it (hydra's own
+    # clean-up would race rank 0 to it, killing every rank as soon as one dies)
+    start json "$mpiexec" -disable-auto-cleanup -n 3 "$xb" kv --blocks 16,16,16,16,16,16,16,16,16,16 -n 40
+    rank=$(pgrep -f "^$xb kv" | tail -1)
+    [ -n "$rank" ] || fail "no rank process found"
+    kill -KILL "$rank"
+    wait $pid
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "exit 0 after a rank was killed"
+    "$xb" compare "$file" "$file" >/dev/null 2>&1 || fail "compare cannot read $file"
+    grep -q '"stopped_by": "lost rank"' "$file" || fail "$file does not name the lost rank"
+    grep -Eq '"lost": "rank 0 lost rank [0-9]' "$file" || fail "$file does not say which rank"
+    echo "ok [$scenario]: exit $rc, $(records "$file" json) records kept, marked lost"
+    ;;
+  *) fail "unknown scenario" ;;
+esac
