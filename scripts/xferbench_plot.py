@@ -263,9 +263,37 @@ def charts_doctor(res):
     return [("Doctor verdicts", fig)]
 
 
+def charts_time(res, cmd):
+    """A monitoring run (--duration/--cycles): each measurement's figure against time."""
+    rs = [r for r in ok(res) if "t_unix" in r]
+    t0 = min(r["t_unix"] for r in rs)
+    series = {}
+    for r in rs:
+        label = f"{r['case']} {r['method']} {size_label(r['bytes'])}"
+        if r.get("src", -1) >= 0 or r.get("dst", -1) >= 0:
+            label += f" {ep(r['src'])}->{ep(r['dst'])}"
+        y = r["busbw"] if cmd == "coll" and "busbw" in r else gbps(r)
+        series.setdefault(label, []).append((r["t_unix"] - t0, y))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=label)
+    ax.set_xlabel("time since the first record (s)")
+    ax.set_ylabel("busbw GB/s" if cmd == "coll" else "GB/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    if len(series) <= 12:
+        ax.legend(fontsize=7)
+    ax.set_title(f"{cmd}: figures over time ({max(r.get('cycle', 0) for r in rs) + 1} cycles)")
+    fig.tight_layout()
+    return [(f"{cmd} over time", fig)]
+
+
 def charts(doc):
     res = doc["results"]
     cmd = doc.get("command", "")
+    if any("t_unix" in r for r in ok(res)):
+        return charts_time(res, cmd)
     fn = {"copy": charts_copy, "remote": charts_remote, "coll": charts_coll, "engine": charts_engine,
           "kv": charts_kv, "gemm-ar": charts_gemm_ar, "doctor": charts_doctor}.get(cmd)
     figs = fn(res) if fn else []

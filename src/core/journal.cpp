@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 namespace xb {
@@ -13,6 +14,7 @@ std::mutex g_sink_mu;
 RecordSink g_sink;
 
 std::atomic<int> g_stop{0};
+std::atomic<int> g_cycle{-1};
 std::atomic<bool> g_notice{true};
 struct sigaction g_old_int{}, g_old_term{};
 bool g_armed = false;
@@ -40,10 +42,18 @@ void set_record_sink(RecordSink sink) {
   g_sink = std::move(sink);
 }
 
-void record_done(const Record& r) {
+void record_done(Record& r) {
+  if (const int c = g_cycle.load(); c >= 0) {
+    r.set(kTUnix, std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count());
+    r.set(kCycle, std::int64_t{c});
+  }
   std::lock_guard lock(g_sink_mu);
   if (g_sink) g_sink(r);
 }
+
+void set_cycle(int cycle) { g_cycle = cycle; }
 
 void arm_stop_signals(bool print_notice) {
   g_notice = print_notice;

@@ -14,8 +14,15 @@ namespace xb {
 // The run's record sink, or none (empty function).
 using RecordSink = std::function<void(const Record&)>;
 void set_record_sink(RecordSink sink);
-// A finished record, as final as the one the report will hold.
-void record_done(const Record& r);
+// A finished record, as final as the one the report will hold. While a
+// monitoring run repeats its measurement (--duration, --cycles), the record
+// gets the cycle and the wall clock at its end first.
+void record_done(Record& r);
+
+// Monitoring runs: the cycle the records being made belong to (-1: none).
+inline constexpr FieldKey<double> kTUnix{"t_unix"};        // seconds since 1970, at its end
+inline constexpr FieldKey<std::int64_t> kCycle{"cycle"};  // 0, 1, ...
+void set_cycle(int cycle);
 
 // SIGINT and SIGTERM while armed: the first asks the run to stop after the
 // measurement in flight (a line on stderr says so), the second ends the

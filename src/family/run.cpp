@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -46,6 +48,16 @@ void add_run_options(CLI::App& app, RunOptions& opts, const RunOpts& which) {
   if (which.ranks)
     app.add_option("--ranks", opts.ranks, "outside mpiexec: start N ranks under mpiexec")
         ->check(CLI::Range(1, 4096));
+  if (which.monitor) {
+    auto* d = app.add_option("--duration", opts.duration,
+                             "repeat the measurement for this long (30s, 10m, 2h): records get "
+                             "cycle and t_unix")
+                  ->type_name("TIME");
+    auto* c = app.add_option("--cycles", opts.cycles,
+                             "repeat the measurement N times (0: until Ctrl-C)")
+                  ->check(CLI::Range(0, 100000000));
+    d->excludes(c);
+  }
   add_output_options(app, opts, which.prom);
   app.add_option("--min-bw", opts.min_bw,
                  "exit 1 when a record's headline figure (GB/s; coll: busbw) is below this")
@@ -212,6 +224,52 @@ void Output::emit(const std::function<std::string(Format)>& render) {
     if (!st_->stream) throw RuntimeError(fmt::format("writing {} failed", st_->opts.output));
   }
   if (!st_->opts.quiet) std::cout << render(Format::table) << std::flush;
+}
+
+double parse_duration(const std::string& text) {
+  const auto bad = [&] {
+    return UsageError(fmt::format(
+        "--duration '{}': give a positive time like 30s, 10m, 2h or 500ms", text));
+  };
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit == "ms" ? 1e-3 : unit == "s" || unit.empty() ? 1 : unit == "m" ? 60
+                       : unit == "h" ? 3600 : -1;
+  if (scale < 0 || !(v > 0) || text[0] == '+' || std::isinf(v)) throw bad();
+  return v * scale;
+}
+
+std::vector<Record> run_cycles(const RunOptions& opts, Runtime* rt,
+                               const std::function<std::vector<Record>()>& once) {
+  const double seconds = opts.duration.empty() ? 0 : parse_duration(opts.duration);
+  if (seconds == 0 && opts.cycles < 0) return once();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const bool tty = !opts.quiet && isatty(STDERR_FILENO) && launcher_rank() <= 0;
+  std::vector<Record> all;
+  for (int cycle = 0;; ++cycle) {
+    set_cycle(cycle);
+    for (auto& r : once()) all.push_back(std::move(r));
+    bool more = opts.cycles > 0 ? cycle + 1 < opts.cycles : opts.cycles == 0 || elapsed() < seconds;
+    if (rt) more = rt->min(more ? 1.0 : 0.0) > 0;  // rank 0's clock is not the others'
+    if (tty)
+      std::fprintf(stderr, "\r\033[Kcycle %d done, %.0f s%s", cycle + 1, elapsed(),
+                   seconds > 0 ? fmt::format(" of {:.0f} s", seconds).c_str()
+                   : opts.cycles > 0 ? fmt::format(" ({} cycles)", opts.cycles).c_str()
+                                     : " (Ctrl-C ends it)");
+    if (!more) break;
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  set_cycle(-1);
+  return all;
 }
 
 void stop_point(Runtime* rt) {

@@ -28,6 +28,8 @@ struct RunOptions {
   int warmup = -1;    // -w: -1 = the family's default
   bool no_check = false;
   int ranks = 0;  // --ranks: 0 = as launched
+  std::string duration;  // --duration: repeat for this long ("10m")
+  int cycles = -1;       // --cycles: repeat this many times, 0 until stopped; -1 not given
 
   int iters_or(int dflt) const { return iters > 0 ? iters : dflt; }
   int warmup_or(int dflt) const { return warmup >= 0 ? warmup : dflt; }
@@ -41,6 +43,7 @@ struct RunOpts {
   std::string check;                      // "--no-check" help; empty: no --no-check
   bool ranks = false;                     // --ranks N
   bool prom = false;                      // --format prom (Family::prometheus)
+  bool monitor = false;                   // --duration / --cycles
 };
 
 // --backend, --format, -o, -q, --min-bw, and those `which` names.
@@ -94,6 +97,17 @@ class Output {
   struct State;
   std::unique_ptr<State> st_;
 };
+
+// Monitoring (--duration T / --cycles N): `once` runs cycle after cycle,
+// its records stamped with the cycle and t_unix (core/journal.hpp), until
+// the time is up or the cycles are done (cycles 0: until a stop signal).
+// Without either option, `once` runs once, unstamped. With `rt` the ranks
+// agree after each cycle whether to go on. Throws UsageError for a bad
+// --duration.
+std::vector<Record> run_cycles(const RunOptions& opts, Runtime* rt,
+                               const std::function<std::vector<Record>()>& once);
+// "30s", "10m", "2h", "1.5h", "500ms": seconds; UsageError otherwise (or <= 0).
+double parse_duration(const std::string& text);
 
 // A stop point between two measurements: throws Interrupted (core/journal.hpp)
 // once a stop signal came. With `rt` collective: the ranks agree, so a

@@ -284,7 +284,10 @@ Comparison compare_results(const std::string& old_path, const std::string& new_p
     seen[k] = true;
     const auto [name, nv] = metric_of(schema, r);
     const double ov = metric_of(schema, *it->second).second;
-    CompareRow row{k, name, ov, nv, ov > 0 ? nv / ov : 0, false};
+    // A monitoring file: each cycle against the baseline, each its own row.
+    const std::string label =
+        r.contains("cycle") && r["cycle"].is_number() ? fmt::format("{} cycle={}", k, r["cycle"].dump()) : k;
+    CompareRow row{label, name, ov, nv, ov > 0 ? nv / ov : 0, false};
     row.regression = ov > 0 && nv < ov * (1 - threshold);
     c.regressions += row.regression ? 1 : 0;
     c.rows.push_back(row);

@@ -80,7 +80,8 @@ class CollFamily final : public Family {
                     {.iters = "timed iterations (default 20)",
                      .warmup = "warm-up iterations (default 5)",
                      .check = "same as -c 0",
-                     .ranks = true});
+                     .ranks = true,
+                     .monitor = true});
     app.footer(
         R"(busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
 broadcast, reduce, sendrecv 1 (nccl-tests). Size is the whole buffer: allgather's result,
@@ -102,7 +103,12 @@ Examples:
     params.emplace_back("timed_by",
                         timed_by(*comm) + (cfg_.graph ? ", captured in a graph and replayed" : ""));
     r.begin(*this, "coll", params);
-    CollResult res = run_coll(*r.rt, *comm, *r.backend, cfg_);
+    CollResult res;
+    res.records = run_cycles(run_, r.rt.get(), [&] {
+      CollResult one = run_coll(*r.rt, *comm, *r.backend, cfg_);
+      res.summary = std::move(one.summary);  // the last cycle's averages
+      return std::move(one.records);
+    });
     return r.report(*this,
                     {"coll", {}, std::move(params), std::move(res.records), std::move(res.summary)},
                     run_);

@@ -108,12 +108,15 @@ class CopyFamily final : public Family {
     add_run_options(app, run_,
                     {.iters = "timed iterations (default 5 sweep, 40 fixed, 20 p2p)",
                      .warmup = "warm-up iterations, discarded (default 5)",
-                     .check = "skip verification of the copied bytes"});
+                     .check = "skip verification of the copied bytes",
+                     .monitor = true});
     app.footer(R"(Sizes: 4096, 4K = 4KiB = 4096, 4KB = 4000, M, G (KB/MB/GB are 1000-based).
 GB/s counts the bytes moved once (like nvbandwidth), 1 GB/s = 1e9 B/s.
 Examples:
   xferbench copy                                  default: h2d,d2h,d2d, 2 B..32 MiB x2, dma and core
   xferbench copy -t d2d -s 256M --threads 2 --format json -o d2d.json
+  xferbench copy -b 2 -e 1G -n 200 --format jsonl -o long.jsonl   each record on disk as it ends;
+                                                  Ctrl-C keeps them (exit 130)
   xferbench copy -t p2p --bidir                   N x N matrices (XFERBENCH_HOST_DEVICES=4 on one node)
   xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20
   xferbench copy --backend cuda -s 1G --tile 0    GPU: copy engines vs direct SM copy kernels)");
@@ -133,7 +136,9 @@ Examples:
       report.params.emplace_back("thread_counts", join_numbers(cfg_.thread_counts));
     report.env.backend_note = chosen.note;
     out.begin(*this, report);
-    report.results = run_copy(backend, registry, cfg_, progress_for(run_));
+    report.results = run_cycles(run_, nullptr, [&] {
+      return run_copy(backend, registry, cfg_, progress_for(run_));
+    });
     return report_once(*this, std::move(report), run_, out);
   }
 

@@ -1063,6 +1063,7 @@ rounds (up to 3x the first ones' time, --quick 2x), then is at most WARN
 Examples:
   xferbench doctor
   xferbench doctor --quick --format json -o doctor.json
+  xferbench doctor --quick -q --format prom -o /var/lib/node_exporter/textfile/xferbench.prom
   xferbench doctor --backend cuda --checks bandwidth,link,direction
   xferbench doctor --ranks 2        # also remote get and an allreduce across 2 ranks)");
   }
