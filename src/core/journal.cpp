@@ -16,7 +16,8 @@ RecordSink g_sink;
 std::atomic<int> g_stop{0};
 std::atomic<int> g_cycle{-1};
 std::atomic<bool> g_notice{true};
-struct sigaction g_old_int{}, g_old_term{};
+struct sigaction g_old_int {
+}, g_old_term{};
 bool g_armed = false;
 
 void on_signal(int sig) {
@@ -44,9 +45,9 @@ void set_record_sink(RecordSink sink) {
 
 void record_done(Record& r) {
   if (const int c = g_cycle.load(); c >= 0) {
-    r.set(kTUnix, std::chrono::duration<double>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count());
+    r.set(
+        kTUnix,
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     r.set(kCycle, std::int64_t{c});
   }
   std::lock_guard lock(g_sink_mu);
@@ -58,7 +59,7 @@ void set_cycle(int cycle) { g_cycle = cycle; }
 void arm_stop_signals(bool print_notice) {
   g_notice = print_notice;
   if (g_armed) return;
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;

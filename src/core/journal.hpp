@@ -20,7 +20,7 @@ void set_record_sink(RecordSink sink);
 void record_done(Record& r);
 
 // Monitoring runs: the cycle the records being made belong to (-1: none).
-inline constexpr FieldKey<double> kTUnix{"t_unix"};        // seconds since 1970, at its end
+inline constexpr FieldKey<double> kTUnix{"t_unix"};       // seconds since 1970, at its end
 inline constexpr FieldKey<std::int64_t> kCycle{"cycle"};  // 0, 1, ...
 void set_cycle(int cycle);
 

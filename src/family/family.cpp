@@ -17,18 +17,17 @@ namespace {
 // family's headline figure with its lowest and highest so far.
 std::string cycle_lines(const Family& f, const Report& r) {
   const RecordSchema& schema = f.schema();
-  std::string out = fmt::format("\n{:>6} {:>9}  {:<40} {:>10} {:>10} {:>10}\n", "cycle", "t (s)",
-                                "measurement", schema.headline_name() == RecordSchema::kGbps
-                                                   ? std::string("GB/s")
-                                                   : schema.headline_name(),
-                                "min", "max");
+  std::string out = fmt::format(
+      "\n{:>6} {:>9}  {:<40} {:>10} {:>10} {:>10}\n", "cycle", "t (s)", "measurement",
+      schema.headline_name() == RecordSchema::kGbps ? std::string("GB/s") : schema.headline_name(),
+      "min", "max");
   double t0 = -1;
   for (const Record& x : r.results)
     if (const double t = x.get_or(kTUnix, -1.0); t >= 0 && (t0 < 0 || t < t0)) t0 = t;
   std::map<std::string, std::pair<double, double>> seen;  // measurement -> min, max so far
   for (const Record& x : r.results) {
-    std::string what = fmt::format("{} {} {}->{} {}", x.kase, x.method, x.src, x.dst,
-                                   format_size(x.bytes));
+    std::string what =
+        fmt::format("{} {} {}->{} {}", x.kase, x.method, x.src, x.dst, format_size(x.bytes));
     for (const auto& k : schema.keys())
       for (const auto& [name, v] : x.extra)
         if (name == k) what += " " + field_text(v);

@@ -53,9 +53,9 @@ void add_run_options(CLI::App& app, RunOptions& opts, const RunOpts& which) {
                              "repeat the measurement for this long (30s, 10m, 2h): records get "
                              "cycle and t_unix")
                   ->type_name("TIME");
-    auto* c = app.add_option("--cycles", opts.cycles,
-                             "repeat the measurement N times (0: until Ctrl-C)")
-                  ->check(CLI::Range(0, 100000000));
+    auto* c =
+        app.add_option("--cycles", opts.cycles, "repeat the measurement N times (0: until Ctrl-C)")
+            ->check(CLI::Range(0, 100000000));
     d->excludes(c);
   }
   add_output_options(app, opts, which.prom);
@@ -85,11 +85,11 @@ EnvInfo env_of(const Backend& backend) {
 struct Output::State {
   RunOptions opts;
   Format format = Format::table;
-  std::ofstream stream;   // the -o file (jsonl: appended to as records come)
-  bool rewrite = false;   // -o is a regular file: rewritten atomically
-  std::timed_mutex mu;    // the watcher of a lost rank writes too
+  std::ofstream stream;  // the -o file (jsonl: appended to as records come)
+  bool rewrite = false;  // -o is a regular file: rewritten atomically
+  std::timed_mutex mu;   // the watcher of a lost rank writes too
   const Family* family = nullptr;
-  Report partial;         // head + the records so far
+  Report partial;  // head + the records so far
   bool begun = false, done = false;
 
   // The document of the records so far to the -o file, whole.
@@ -133,7 +133,7 @@ Output::Output(const RunOptions& opts) : st_(std::make_unique<State>()) {
   st_->stream.open(opts.output, std::ios::out | std::ios::trunc);
   if (!st_->stream)
     throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
-  struct stat sb{};
+  struct stat sb {};
   st_->rewrite = ::stat(opts.output.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
@@ -158,14 +158,12 @@ Output::~Output() {
       std::cout << render(*s.family, s.partial, s.opts.output.empty() ? s.format : Format::table)
                 << std::flush;
     const Record* last = s.partial.results.empty() ? nullptr : &s.partial.results.back();
-    std::fprintf(stderr, "xferbench: stopped by %s after %zu record%s%s%s\n",
-                 signal_name(sig).c_str(), s.partial.results.size(),
-                 s.partial.results.size() == 1 ? "" : "s",
-                 last ? fmt::format(" (the last: {} {} {} B)", last->kase, last->method,
-                                    last->bytes)
-                            .c_str()
-                      : "",
-                 s.opts.output.empty() ? "" : fmt::format("; {} holds them", s.opts.output).c_str());
+    std::fprintf(
+        stderr, "xferbench: stopped by %s after %zu record%s%s%s\n", signal_name(sig).c_str(),
+        s.partial.results.size(), s.partial.results.size() == 1 ? "" : "s",
+        last ? fmt::format(" (the last: {} {} {} B)", last->kase, last->method, last->bytes).c_str()
+             : "",
+        s.opts.output.empty() ? "" : fmt::format("; {} holds them", s.opts.output).c_str());
   } catch (const std::exception&) {  // a destructor reports nothing more
   }
 }
@@ -228,8 +226,8 @@ void Output::emit(const std::function<std::string(Format)>& render) {
 
 double parse_duration(const std::string& text) {
   const auto bad = [&] {
-    return UsageError(fmt::format(
-        "--duration '{}': give a positive time like 30s, 10m, 2h or 500ms", text));
+    return UsageError(
+        fmt::format("--duration '{}': give a positive time like 30s, 10m, 2h or 500ms", text));
   };
   std::size_t used = 0;
   double v = 0;
@@ -239,8 +237,11 @@ double parse_duration(const std::string& text) {
     throw bad();
   }
   const std::string unit = text.substr(used);
-  const double scale = unit == "ms" ? 1e-3 : unit == "s" || unit.empty() ? 1 : unit == "m" ? 60
-                       : unit == "h" ? 3600 : -1;
+  const double scale = unit == "ms"                  ? 1e-3
+                       : unit == "s" || unit.empty() ? 1
+                       : unit == "m"                 ? 60
+                       : unit == "h"                 ? 3600
+                                                     : -1;
   if (scale < 0 || !(v > 0) || text[0] == '+' || std::isinf(v)) throw bad();
   return v * scale;
 }
@@ -262,7 +263,7 @@ std::vector<Record> run_cycles(const RunOptions& opts, Runtime* rt,
     if (rt) more = rt->min(more ? 1.0 : 0.0) > 0;  // rank 0's clock is not the others'
     if (tty)
       std::fprintf(stderr, "\r\033[Kcycle %d done, %.0f s%s", cycle + 1, elapsed(),
-                   seconds > 0 ? fmt::format(" of {:.0f} s", seconds).c_str()
+                   seconds > 0       ? fmt::format(" of {:.0f} s", seconds).c_str()
                    : opts.cycles > 0 ? fmt::format(" ({} cycles)", opts.cycles).c_str()
                                      : " (Ctrl-C ends it)");
     if (!more) break;
@@ -336,8 +337,7 @@ std::vector<int> parse_count_list(const std::string& option, const std::string& 
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     if (item.empty())
-      throw UsageError(
-          fmt::format("{} '{}': an empty item (a list is like 1,2,4)", option, text));
+      throw UsageError(fmt::format("{} '{}': an empty item (a list is like 1,2,4)", option, text));
     std::size_t used = 0;
     long v = -1;
     try {
@@ -346,9 +346,10 @@ std::vector<int> parse_count_list(const std::string& option, const std::string& 
       used = 0;
     }
     if (used != item.size() || item[0] == '+' || item[0] == '-' || v < 1)
-      throw UsageError(fmt::format("{} '{}': '{}' is not a positive count (give {})", option,
-                                   text, item, example));
-    if (v > max) throw UsageError(fmt::format("{} {}: more than the {} allowed", option, item, max));
+      throw UsageError(fmt::format("{} '{}': '{}' is not a positive count (give {})", option, text,
+                                   item, example));
+    if (v > max)
+      throw UsageError(fmt::format("{} {}: more than the {} allowed", option, item, max));
     out.push_back(static_cast<int>(v));
     if (comma == text.size()) break;
     start = comma + 1;

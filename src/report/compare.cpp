@@ -41,14 +41,16 @@ void check_shape(const json& doc, const std::string& name) {
   const auto bad = [&](const std::string& what) {
     return UsageError(fmt::format("{} is not a valid xferbench result: {}", name, what));
   };
-  if (doc.contains("command") && !doc["command"].is_string()) throw bad("\"command\" is not a string");
+  if (doc.contains("command") && !doc["command"].is_string())
+    throw bad("\"command\" is not a string");
   std::size_t i = 0;
   for (const auto& r : doc["results"]) {
     const std::string at = fmt::format("results[{}]", i++);
     if (!r.is_object()) throw bad(at + " is not an object");
     if (!r.contains("case") || !r["case"].is_string()) throw bad(at + " has no \"case\" string");
     for (const char* k : {"method", "status", "reason"})
-      if (r.contains(k) && !r[k].is_string()) throw bad(fmt::format("{}.{} is not a string", at, k));
+      if (r.contains(k) && !r[k].is_string())
+        throw bad(fmt::format("{}.{} is not a string", at, k));
     for (const char* k : {"src", "dst"})
       if (r.contains(k) && !r[k].is_number_integer())
         throw bad(fmt::format("{}.{} is not an integer", at, k));
@@ -154,8 +156,8 @@ json from_csv(const std::string& text, const std::string& name) {
     if (line.empty()) continue;
     const auto cells = csv_fields(line);
     if (cells.size() != cols.size())
-      throw UsageError(fmt::format("{} line {} has {} fields, the header {}", name, n,
-                                   cells.size(), cols.size()));
+      throw UsageError(fmt::format("{} line {} has {} fields, the header {}", name, n, cells.size(),
+                                   cols.size()));
     json r = json::object();
     for (std::size_t i = 0; i < cols.size(); ++i) {
       const std::string& c = cols[i];
@@ -285,8 +287,9 @@ Comparison compare_results(const std::string& old_path, const std::string& new_p
     const auto [name, nv] = metric_of(schema, r);
     const double ov = metric_of(schema, *it->second).second;
     // A monitoring file: each cycle against the baseline, each its own row.
-    const std::string label =
-        r.contains("cycle") && r["cycle"].is_number() ? fmt::format("{} cycle={}", k, r["cycle"].dump()) : k;
+    const std::string label = r.contains("cycle") && r["cycle"].is_number()
+                                  ? fmt::format("{} cycle={}", k, r["cycle"].dump())
+                                  : k;
     CompareRow row{label, name, ov, nv, ov > 0 ? nv / ov : 0, false};
     row.regression = ov > 0 && nv < ov * (1 - threshold);
     c.regressions += row.regression ? 1 : 0;

@@ -48,17 +48,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kOk = 0;
-constexpr int kInvalidParam = 100000;       // ACL_ERROR_INVALID_PARAM
-constexpr int kUninitialized = 100001;      // ACL_ERROR_UNINITIALIZE
-constexpr int kRepeatInit = 100002;         // ACL_ERROR_REPEAT_INITIALIZE
-constexpr int kRepeatFinalize = 100037;     // ACL_ERROR_REPEAT_FINALIZE
-constexpr int kFeatureUnsupported = 200006; // ACL_ERROR_FEATURE_UNSUPPORTED
-constexpr int kInvalidDevice = 107001;      // ACL_ERROR_RT_INVALID_DEVICEID
-constexpr int kNoContext = 107002;          // ACL_ERROR_RT_CONTEXT_NULL
-constexpr int kStreamContext = 107003;      // ACL_ERROR_RT_STREAM_CONTEXT
-constexpr int kRtNotSupported = 207000;     // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr int kOutOfMemory = 207001;        // ACL_ERROR_RT_MEMORY_ALLOCATION
-constexpr int kInjected = 507000;           // ACL_ERROR_RT_INTERNAL_ERROR
+constexpr int kInvalidParam = 100000;        // ACL_ERROR_INVALID_PARAM
+constexpr int kUninitialized = 100001;       // ACL_ERROR_UNINITIALIZE
+constexpr int kRepeatInit = 100002;          // ACL_ERROR_REPEAT_INITIALIZE
+constexpr int kRepeatFinalize = 100037;      // ACL_ERROR_REPEAT_FINALIZE
+constexpr int kFeatureUnsupported = 200006;  // ACL_ERROR_FEATURE_UNSUPPORTED
+constexpr int kInvalidDevice = 107001;       // ACL_ERROR_RT_INVALID_DEVICEID
+constexpr int kNoContext = 107002;           // ACL_ERROR_RT_CONTEXT_NULL
+constexpr int kStreamContext = 107003;       // ACL_ERROR_RT_STREAM_CONTEXT
+constexpr int kRtNotSupported = 207000;      // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+constexpr int kOutOfMemory = 207001;         // ACL_ERROR_RT_MEMORY_ALLOCATION
+constexpr int kInjected = 507000;            // ACL_ERROR_RT_INTERNAL_ERROR
 
 struct Alloc {
   std::size_t size;
@@ -74,8 +74,8 @@ struct FakeEvent {
 };
 
 struct Task {
-  std::function<int()> run;     // may be empty (an event mark)
-  FakeEvent* event = nullptr;   // stamped when reached
+  std::function<int()> run;    // may be empty (an event mark)
+  FakeEvent* event = nullptr;  // stamped when reached
   std::uint64_t record = 0;
   std::vector<const char*> buffers;  // allocation starts the work touches
   Clock::time_point due;
@@ -369,8 +369,7 @@ int aclFinalize() {
   if (!s.initialized)
     return s.finalized ? fail(kRepeatFinalize, "aclFinalize called twice")
                        : fail(kUninitialized, "aclInit was not called");
-  for (int d : s.opened)
-    broke("aclFinalize before aclrtResetDevice(" + std::to_string(d) + ")");
+  for (int d : s.opened) broke("aclFinalize before aclrtResetDevice(" + std::to_string(d) + ")");
   if (!s.streams.empty()) broke("aclFinalize with streams alive");
   s.initialized = false;
   s.finalized = true;

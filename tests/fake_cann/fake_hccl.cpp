@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <functional>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "coll/fp16.hpp"
@@ -52,8 +52,8 @@ struct Comm {
   char* slots = nullptr;
   std::size_t mapped = 0;
   std::uint32_t n = 0, rank = 0;
-  int device = -1;                  // the NPU current at init
-  std::atomic<int> queued{0};       // collectives queued, not run
+  int device = -1;             // the NPU current at init
+  std::atomic<int> queued{0};  // collectives queued, not run
   char* slot(std::uint32_t r) const { return slots + r * kSlot; }
 };
 

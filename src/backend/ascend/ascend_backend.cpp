@@ -306,7 +306,7 @@ class AscendBackend final : public Backend {
   std::vector<DeviceInfo> devices_;
   mutable std::mutex peer_mu_;
   mutable std::vector<std::optional<Support>> peer_;  // pair_index order, probed on use
-  mutable std::vector<bool> p2p_;                      // NPU has a peer enabled
+  mutable std::vector<bool> p2p_;                     // NPU has a peer enabled
 };
 
 }  // namespace

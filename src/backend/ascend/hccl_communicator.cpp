@@ -134,7 +134,8 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     if (stream_) warn_on_error(api().aclrtSynchronizeStream(stream_), "aclrtSynchronizeStream");
     if (comm_) {
       const HcclResult r = hccl_api().HcclCommDestroy(comm_);
-      if (r != kHcclSuccess) std::fprintf(stderr, "xferbench: warning: HcclCommDestroy failed: HCCL error %d\n", r);
+      if (r != kHcclSuccess)
+        std::fprintf(stderr, "xferbench: warning: HcclCommDestroy failed: HCCL error %d\n", r);
     }
     if (stream_) warn_on_error(api().aclrtDestroyStream(stream_), "aclrtDestroyStream");
   }
