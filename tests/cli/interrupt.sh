@@ -98,15 +98,20 @@ case $scenario in
     kill -TERM "$rank"
     finish 143 SIGTERM
     ;;
-  engine_client_sigint)
+  engine_client_sigint | engine_client_sigterm)
     port=$((21000 + RANDOM % 30000))
     "$xb" engine serve --listen 127.0.0.1:$port --token-file "$tmp/tok" 2>"$tmp/server" &
     server=$!
     for _ in $(seq 100); do [ -s "$tmp/tok" ] && grep -q listening "$tmp/server" && break; sleep 0.1; done
     start csv "$xb" engine client --connect 127.0.0.1:$port --token-file "$tmp/tok" -t 64M \
       -k 4K --block-steps 11 --loops 20
-    kill -INT $pid
-    finish 130 SIGINT
+    if [ "$scenario" = engine_client_sigint ]; then
+      kill -INT $pid
+      finish 130 SIGINT
+    else
+      kill -TERM $pid
+      finish 143 SIGTERM
+    fi
     kill $server 2>/dev/null || true
     ;;
   kv_rank_killed)  # a lost rank: rank 0 leaves the file marked with it (hydra's own
