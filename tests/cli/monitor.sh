@@ -3,7 +3,7 @@
 # - copy for 3 s as jsonl: several cycles, t_unix increasing, cycle 0..N-1;
 # - the plot script draws it against time;
 # - compare judges each cycle against a baseline (one row per cycle);
-# - coll --cycles 2 under mpiexec: both cycles' records on rank 0's file;
+# - coll, remote and kv --cycles 2 under mpiexec: both cycles' records on rank 0's file;
 # - Ctrl-C of --cycles 0 ends it as a stopped run (exit 130, records kept).
 set -u
 xb=$1 mpiexec=$2 src=$3
@@ -61,6 +61,17 @@ r = json.load(open('$tmp/c.json'))['results']
 c = sorted({x['cycle'] for x in r})
 sys.exit(0 if c == [0, 1] and len(r) == 2 * len([x for x in r if x['cycle'] == 0]) else 1)" ||
   fail "coll --cycles 2: $(grep -c '"cycle"' "$tmp/c.json") records with a cycle"
+
+# remote and kv: each cycle's records, with their cycle, on rank 0's file.
+for cmd in "remote --backend host -s 64K -n 5" "kv --blocks 4 --block-bytes 64K -n 3"; do
+  # shellcheck disable=SC2086
+  "$mpiexec" -n 2 "$xb" $cmd --cycles 2 --format json -o "$tmp/x.json" -q || fail "$cmd --cycles 2 exited $?"
+  $py -c "
+import json, sys
+r = json.load(open('$tmp/x.json'))['results']
+sys.exit(0 if sorted({x['cycle'] for x in r}) == [0, 1] and all('t_unix' in x for x in r) else 1)" ||
+    fail "$cmd --cycles 2: the records do not carry both cycles"
+done
 
 "$xb" copy --backend host -t d2d -s 16M -n 20 --cycles 0 --format jsonl -o "$tmp/f.jsonl" -q \
   2>"$tmp/f.err" &

@@ -55,7 +55,8 @@ class KvFamily final : public Family {
                     {.iters = "timed rounds (default 5)",
                      .warmup = "warm-up rounds (default 1)",
                      .check = "skip verification",
-                     .ranks = true});
+                     .ranks = true,
+                     .monitor = true});
     app.footer(
         R"(Get: every rank reads its blocks from the other ranks (spread round-robin); Put: rank 0
 writes the blocks to every peer. GB/s = bytes of the round / round time (per rank for get).
@@ -80,7 +81,8 @@ Examples:
                            {"warmup", std::int64_t{cfg_.warmup}},
                            {"check", cfg_.check}};
     r.begin(*this, "kv", params);
-    std::vector<Record> recs = run_kv(*r.rt, cfg_, *r.backend);
+    std::vector<Record> recs =
+        run_cycles(opts, r.rt.get(), [&] { return run_kv(*r.rt, cfg_, *r.backend); });
     return r.report(*this, {"kv", {}, params, std::move(recs), {}}, opts);
   }
 

@@ -91,7 +91,8 @@ class RemoteFamily final : public Family {
                     {.iters = "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)",
                      .warmup = "warm-up transfers (default: iters/10)",
                      .check = "skip verification of the received bytes",
-                     .ranks = true});
+                     .ranks = true,
+                     .monitor = true});
     app.footer(R"(Ranks come from MPICH's mpiexec; rank 0 reports, the others stay silent.
 Examples:
   mpiexec -n 2 xferbench remote                     get, 4K..4M x4, both methods
@@ -109,7 +110,12 @@ Examples:
       validate_remote(rt, cfg_);
     });
     r.begin(*this, "remote", params());
-    RemoteResult res = run_remote(*r.rt, *r.backend, cfg_);
+    RemoteResult res;
+    res.records = run_cycles(run_, r.rt.get(), [&] {
+      RemoteResult one = run_remote(*r.rt, *r.backend, cfg_);
+      res.summary = std::move(one.summary);  // the last cycle's
+      return std::move(one.records);
+    });
     return r.report(*this, {"remote", {}, params(), std::move(res.records), std::move(res.summary)},
                     run_);
   }
