@@ -123,6 +123,12 @@ def seeds():
         "other_schema": b'{"schema": "xferbench/2", "results": [1]}',
         "no_results": b'{"schema": "xferbench/1", "results": []}',
         "minimal": b'{"schema": "xferbench/1", "command": "copy", "results": [{}]}',
+        "csv": b"command,case,method,src,dst,bytes,iters,status,reason,verified,time_us_min,"
+               b"time_us_median,time_us_mean,time_us_max,time_us_p99,time_us_cv,gbps_median,gbps_max,threads\n"
+               b"copy,d2d,dma,0,0,4096,5,ok,\"a, \"\"quoted\"\" reason\",true,1,2,2,3,3,0.1,2.05,4.1,2\n",
+        "jsonl_cut": b'{"schema":"xferbench/1","command":"copy","format":"jsonl","params":{}}\n'
+                     b'{"case":"d2d","method":"dma","bytes":4096,"status":"ok","gbps":{"median":2}}\n'
+                     b'{"case":"d2d","meth',
     }
     yield "compare", {
         "coll_self": b"5%\x00" + golden["coll"] + b"\x00" + golden["coll"],

@@ -103,11 +103,7 @@ class AsJson {
   std::string path_for(const std::string& file) {
     const std::string text = load_result_text(file);  // bad input: one line, exit 2
     std::ifstream in(file);
-    if (in.peek() == '{') {
-      std::string first;
-      std::getline(in, first);
-      if (first.find("\"format\":\"jsonl\"") == std::string::npos) return file;
-    }
+    if (in.peek() == '{' && !is_jsonl_file(file)) return file;  // JSON: as it is
     if (dir_.empty()) {
       std::string tmpl = (fs::temp_directory_path() / "xferbench-plot-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) throw RuntimeError("cannot make a temporary folder");

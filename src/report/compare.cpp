@@ -182,12 +182,29 @@ json from_csv(const std::string& text, const std::string& name) {
   return doc;
 }
 
+// A jsonl head line: an object saying "format": "jsonl", with no results
+// of its own (a JSON document on one line is not one, whatever it holds).
+bool is_jsonl_head(const std::string& line) {
+  if (line.find("jsonl") == std::string::npos) return false;
+  try {
+    const json h = json::parse(line);
+    return h.is_object() && h.contains("format") && h["format"] == "jsonl" && !h.contains("results");
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
 json parse(const std::string& text, const std::string& name) {
   json doc;
   const std::string first = text.substr(0, text.find('\n'));
   if (first.rfind("command,case,method,", 0) == 0) {
-    doc = from_csv(text, name);
-  } else if (first.find("\"format\":\"jsonl\"") != std::string::npos) {
+    try {
+      doc = from_csv(text, name);
+      (void)doc.dump();  // a CSV cell is any bytes; the documents are UTF-8
+    } catch (const json::exception& e) {  // columns that clash (a "gbps" and a "gbps_max"), ...
+      throw UsageError(fmt::format("{} is not a valid xferbench CSV result ({})", name, e.what()));
+    }
+  } else if (is_jsonl_head(first)) {
     doc = from_jsonl(text, name);
   } else {
     try {
@@ -239,6 +256,13 @@ std::pair<std::string, double> metric_of(const RecordSchema* schema, const json&
 }  // namespace
 
 std::string load_result_text(const std::string& path) { return load(path).dump(); }
+
+bool is_jsonl_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  return is_jsonl_head(first);
+}
 
 std::string parse_result_text(const std::string& text, const std::string& name) {
   return parse(text, name).dump();

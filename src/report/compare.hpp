@@ -28,6 +28,8 @@ struct Comparison {
 // missing or unreadable file, non-JSON, another schema, no results, or a
 // field of the wrong type (every record needs a "case" string).
 std::string load_result_text(const std::string& path);
+// Whether the file is --format jsonl (its first line a jsonl head).
+bool is_jsonl_file(const std::string& path);
 // The same for a document already in memory; `name` names it in errors.
 std::string parse_result_text(const std::string& text, const std::string& name);
 
