@@ -93,7 +93,7 @@ case $scenario in
     ;;
   coll_sigterm_one_rank)  # one rank's signal stops every rank at the same point
     start jsonl "${coll[@]}"
-    rank=$(pgrep -f "^$xb coll allreduce" | tail -1)
+    rank=$(pgrep -f "^$xb coll allreduce .*-o $file" | tail -1)  # this test's, not another's
     [ -n "$rank" ] || fail "no rank process found"
     kill -TERM "$rank"
     finish 143 SIGTERM
@@ -117,7 +117,7 @@ case $scenario in
   kv_rank_killed)  # a lost rank: rank 0 leaves the file marked with it (hydra's own
     # clean-up would race rank 0 to it, killing every rank as soon as one dies)
     start json "$mpiexec" -disable-auto-cleanup -n 3 "$xb" kv --blocks 16,16,16,16,16,16,16,16,16,16 -n 40
-    rank=$(pgrep -f "^$xb kv" | tail -1)
+    rank=$(pgrep -f "^$xb kv .*-o $file" | tail -1)
     [ -n "$rank" ] || fail "no rank process found"
     kill -KILL "$rank"
     wait $pid
