@@ -116,9 +116,14 @@ struct Output::State {
       write_whole(render(*family, partial, format));
     }
   }
-  // The end of a run cut short: the records so far, marked.
-  void cut_short(const Params& why) {
-    for (const auto& w : why) partial.summary.push_back(w);
+  // The end of a run cut short: the summary says why (`lost`: the lost
+  // rank's line, if that was it), the file keeps the records so far.
+  void cut_short(const std::string& stopped_by, const std::string& lost = "") {
+    partial.summary.emplace_back("interrupted", true);
+    partial.summary.emplace_back("stopped_by", stopped_by);
+    if (!lost.empty()) partial.summary.emplace_back("lost", lost);
+    partial.summary.emplace_back("records_done", static_cast<std::int64_t>(partial.results.size()));
+    if (opts.output.empty()) return;
     if (format == Format::jsonl)
       append(jsonl_summary(partial));
     else
@@ -147,13 +152,9 @@ Output::~Output() {
   std::lock_guard lock(st_->mu);
   const int sig = stop_signal();
   try {
-    Params why{{"interrupted", true},
-               {"stopped_by", sig ? signal_name(sig) : std::string("error")},
-               {"records_done", static_cast<std::int64_t>(st_->partial.results.size())}};
-    if (!st_->opts.output.empty()) st_->cut_short(why);
+    st_->cut_short(sig ? signal_name(sig) : std::string("error"));
     if (!sig) return;
     State& s = *st_;
-    for (const auto& w : why) s.partial.summary.push_back(w);
     if (s.opts.output.empty() || !s.opts.quiet)
       std::cout << render(*s.family, s.partial, s.opts.output.empty() ? s.format : Format::table)
                 << std::flush;
@@ -191,10 +192,7 @@ void Output::begin(const Family& f, Report head) {
   set_last_words([s](const std::string& why) {
     std::unique_lock lock(s->mu, std::chrono::seconds(2));
     if (!lock.owns_lock() || s->opts.output.empty() || s->done) return;
-    s->cut_short({{"interrupted", true},
-                  {"stopped_by", std::string("lost rank")},
-                  {"lost", why},
-                  {"records_done", static_cast<std::int64_t>(s->partial.results.size())}});
+    s->cut_short("lost rank", why);
   });
   arm_stop_signals(launcher_rank() <= 0);
 }
