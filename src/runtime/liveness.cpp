@@ -428,7 +428,14 @@ struct Liveness::Impl {
 
   // A peer is lost: the hub tells the others first (and waits up to a
   // second for them to read it), then this rank ends.
+  // This rank's file is marked first: once the others hear of the loss and
+  // exit, the launcher may kill this process at any moment (MPICH's does,
+  // even with -disable-auto-cleanup).
   [[noreturn]] void end_run(const PeerWatch::Lost& lost) {
+    const std::string why = fmt::format("rank {} lost {}{}: {}", rank, lost.peer,
+                                        lost.relayed ? " (seen by rank 0)" : "", lost.reason);
+    last_words(why);
+    write_now("xferbench: error: " + why + "\n");
     if (rank == 0 && !lost.relayed) {
       const std::string relay = fmt::format("lost {}\t{}\n", lost.peer, lost.reason);
       for (const auto& c : conns)
@@ -437,10 +444,7 @@ struct Liveness::Impl {
       for (const auto& c : conns)
         if (c.rank >= 0 && c.rank != lost.rank) close_after(c.fd, until);
     }
-    const std::string why = fmt::format("rank {} lost {}{}: {}", rank, lost.peer,
-                                        lost.relayed ? " (seen by rank 0)" : "", lost.reason);
-    last_words(why);
-    exit_now("xferbench: error: " + why + "\n", 1);
+    _exit(1);
   }
 };
 

@@ -23,6 +23,13 @@ records() {  # records FILE FORMAT: how many records the file holds now
   esac
 }
 
+rank_pid() {  # rank_pid PATTERN RANK: the pid of this test's process of that rank
+  local p
+  for p in $(pgrep -f "$1"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMI_RANK=$2" && { echo "$p"; return; }
+  done
+}
+
 start() {  # start FORMAT CMD...: the run in the background, -o $tmp/run.FORMAT
   fmt=$1; shift
   file=$tmp/run.$fmt
@@ -117,8 +124,8 @@ case $scenario in
   kv_rank_killed)  # a lost rank: rank 0 leaves the file marked with it (hydra's own
     # clean-up would race rank 0 to it, killing every rank as soon as one dies)
     start json "$mpiexec" -disable-auto-cleanup -n 3 "$xb" kv --blocks 16,16,16,16,16,16,16,16,16,16 -n 40
-    rank=$(pgrep -f "^$xb kv .*-o $file" | tail -1)
-    [ -n "$rank" ] || fail "no rank process found"
+    rank=$(rank_pid "^$xb kv .*-o $file" 2)  # not rank 0: it is the one that marks the file
+    [ -n "$rank" ] || fail "no process of rank 2 found"
     kill -KILL "$rank"
     wait $pid
     rc=$?
