@@ -1,0 +1,93 @@
+#pragma once
+// `xferbench fleet`'s verdicts, pure: from the pair matrix to the slow
+// hosts and links. The rules (README, "fleet"):
+// - B(i,j), a pair's figure: the weaker of its two directions (median over
+//   iterations, then over passes).
+// - A host's typical figure m(i): the upper median of B(i,j) over its
+//   partners (a host fast with half of them is not blamed for the other
+//   half); the fleet's reference R: the median of m(i). Robust while fewer
+//   than half the hosts are slow, where a mean or a z-score is not (one slow
+//   host spoils N-1 of the pairs).
+// - Host: m(i) / R graded (>= warn_below PASS, >= fail_below WARN, else FAIL),
+//   with the direction that is slow (its sending or its receiving).
+// - Link, only where neither end is slow: B(i,j) / min(m(i), m(j)).
+// - Latency: a host's lower-median one-way p50 over its partners against
+//   the fleet's median: above latency_warn times it is a WARN.
+// - Whole fleet: R against the expected figure from the NICs' rate; below
+//   fleet_fail of it, "the whole fleet is slow", a configuration problem.
+// - Fewer than 4 hosts cannot tell a slow host from a slow link: said.
+// Confirmation (confirm_fleet): a FAIL stays a FAIL only if its
+// re-measurement, alone, fails again.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "family/doctor/doctor_checks.hpp"
+#include "family/fleet/fleet_schedule.hpp"
+
+namespace xb {
+
+inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+
+// One pair's figures from one step (one pass).
+struct PairFigures {
+  int a = 0, b = 0;              // member indices
+  double ab = kNotMeasured;      // GB/s a -> b
+  double ba = kNotMeasured;      // GB/s b -> a
+  double both = kNotMeasured;    // GB/s both at once (the two directions together)
+  double p50_us = kNotMeasured;  // one-way latency of an 8-byte ping-pong
+  double p99_us = kNotMeasured;
+};
+
+// n x n, indexed by member: send[i][j] GB/s from i to j, lat[i][j] the
+// one-way p50 (symmetric); NaN where not measured. Medians over passes.
+struct FleetMatrix {
+  int n = 0;
+  std::vector<std::vector<double>> send, both, p50, p99;
+};
+FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures);
+
+// The pair figure B(i,j): min(send[i][j], send[j][i]); NaN when unmeasured.
+double pair_figure(const FleetMatrix& m, int i, int j);
+
+// Median of the values that are not NaN; `upper` takes the higher of the
+// two middle values of an even count, else the lower; NaN for none.
+double robust_median(std::vector<double> values, bool upper);
+
+struct FleetThresholds {
+  Grade grade{0.8, 0.5};
+  double latency_warn = 1.25;  // a host's p50 over the fleet's
+  double fleet_fail = 0.5;     // R over the expected figure
+  double fleet_warn = 0.8;
+};
+
+struct FleetJudgement {
+  std::vector<Finding> findings;  // where: member names ("A", "A<->B")
+  std::vector<int> slow_hosts;    // FAIL (before confirmation: suspects)
+  std::vector<FleetPair> slow_links;
+  std::vector<int> warn_hosts;
+  std::vector<FleetPair> warn_links;
+  double reference = 0;                          // R, GB/s
+  double expected = 0;                           // 0: none
+  double latency_reference = 0;                  // us
+  std::vector<double> typical, tx, rx, latency;  // per member
+};
+
+// `names[i]` names member i; `expected_gbps` 0 when no figure is known
+// (`expected_note` then says why).
+FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>& names,
+                           double expected_gbps, const std::string& expected_note,
+                           const FleetThresholds& t);
+
+// What a suspect's re-measurement needs: each FAIL link alone, each FAIL
+// host against (up to) the two healthiest hosts that are not suspects.
+std::vector<FleetPair> confirmation_pairs(const FleetJudgement& j);
+
+// The re-measured pair figures (B of each confirmation pair) decide: a
+// host or link whose re-measurement fails again stays FAIL; one that does
+// not becomes a WARN, "not reproduced: transient or contention".
+void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
+                   const std::vector<PairFigures>& again, const FleetThresholds& t);
+
+}  // namespace xb

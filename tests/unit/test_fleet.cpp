@@ -1,0 +1,277 @@
+// fleet's pure parts: the schedule (circle method, shuffled passes, groups)
+// and the verdicts on synthetic pair matrices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "family/fleet/fleet_judge.hpp"
+#include "family/fleet/fleet_schedule.hpp"
+
+namespace xb {
+namespace {
+
+std::vector<int> iota(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+TEST(FleetSchedule, EveryPairOncePerPassNoMemberTwiceInARound) {
+  for (int n = 2; n <= 12; ++n) {
+    const auto rounds = circle_rounds(n);
+    EXPECT_EQ(static_cast<int>(rounds.size()), n % 2 ? n : n - 1) << n;
+    std::set<std::pair<int, int>> seen;
+    for (const auto& r : rounds) {
+      std::set<int> busy;
+      for (const auto& p : r) {
+        EXPECT_NE(p.a, p.b);
+        EXPECT_TRUE(busy.insert(p.a).second) << n;
+        EXPECT_TRUE(busy.insert(p.b).second) << n;
+        EXPECT_TRUE(seen.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second) << n;
+      }
+      // An odd count rests one member each round; an even one rests none.
+      EXPECT_EQ(static_cast<int>(busy.size()), n % 2 ? n - 1 : n);
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), n * (n - 1) / 2);
+  }
+  EXPECT_TRUE(circle_rounds(1).empty());
+}
+
+TEST(FleetSchedule, OddCountsRestEveryMemberOnce) {
+  const auto rounds = circle_rounds(5);
+  std::multiset<int> rested;
+  for (const auto& r : rounds) {
+    std::set<int> busy;
+    for (const auto& p : r) busy.insert(p.a), busy.insert(p.b);
+    for (int i = 0; i < 5; ++i)
+      if (!busy.count(i)) rested.insert(i);
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(rested.count(i), 1u);
+}
+
+TEST(FleetSchedule, PassesReshuffleDeterministically) {
+  const std::vector<int> m = {3, 5, 7, 9, 11, 13};
+  EXPECT_EQ(pass_order(m, 1, 0), pass_order(m, 1, 0));
+  EXPECT_NE(pass_order(m, 1, 0), pass_order(m, 1, 1));
+  EXPECT_NE(pass_order(m, 1, 0), pass_order(m, 2, 0));
+  auto sorted = pass_order(m, 42, 3);
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, m);
+  // A pair does not sit in the same round of every pass.
+  const auto steps = fleet_schedule(iota(6), 4, 0, 7);
+  std::set<int> rounds_of_01;
+  for (const auto& s : steps)
+    for (const auto& p : s.pairs)
+      if (std::min(p.a, p.b) == 0 && std::max(p.a, p.b) == 1) rounds_of_01.insert(s.round);
+  EXPECT_GT(rounds_of_01.size(), 1u);
+}
+
+TEST(FleetSchedule, ConcurrencyCutsRoundsIntoGroups) {
+  const auto all = fleet_schedule(iota(8), 2, 0, 1);
+  EXPECT_EQ(all.size(), 14u);  // 7 rounds x 2 passes, 4 pairs at once
+  for (const auto& s : all) EXPECT_EQ(s.pairs.size(), 4u);
+  const auto one = fleet_schedule(iota(8), 1, 1, 1);
+  EXPECT_EQ(one.size(), 28u);  // every pair on its own
+  const auto three = fleet_schedule(iota(8), 1, 3, 1);
+  std::size_t pairs = 0;
+  for (const auto& s : three) {
+    EXPECT_LE(s.pairs.size(), 3u);
+    pairs += s.pairs.size();
+  }
+  EXPECT_EQ(pairs, 28u);
+  EXPECT_TRUE(fleet_schedule({4}, 3, 0, 1).empty());
+}
+
+// A synthetic fleet: every direction at `base` GB/s with multiplicative
+// noise, then the faults.
+struct Synthetic {
+  explicit Synthetic(int n_) : n(n_) {}
+  int n;
+  double base = 10;
+  double noise = 0;  // +- fraction, uniform
+  std::uint32_t seed = 1;
+  std::vector<int> slow_tx;                    // hosts whose sending is slow
+  std::vector<int> slow_both;                  // hosts slow both ways
+  std::vector<std::pair<int, int>> slow_link;  // both directions
+  std::vector<std::pair<int, int>> slow_dir;   // a -> b only
+  double factor = 0.1;
+  std::vector<PairFigures> figures() const {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(1 - noise, 1 + noise);
+    const auto has = [](const std::vector<int>& v, int x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    const auto dir = [&](int a, int b) {
+      double x = base * u(rng);
+      if (has(slow_tx, a) || has(slow_both, a) || has(slow_both, b)) x *= factor;
+      for (auto [p, q] : slow_link)
+        if ((p == a && q == b) || (p == b && q == a)) x *= factor;
+      for (auto [p, q] : slow_dir)
+        if (p == a && q == b) x *= factor;
+      return x;
+    };
+    std::vector<PairFigures> out;
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) {
+        PairFigures f{a, b, dir(a, b), dir(b, a), 0, 5 * u(rng), 9 * u(rng)};
+        f.both = f.ab + f.ba;
+        out.push_back(f);
+      }
+    return out;
+  }
+};
+
+std::vector<std::string> names_of(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back("h" + std::to_string(i));
+  return v;
+}
+
+FleetJudgement judge(const Synthetic& s, double expected = 0) {
+  return judge_fleet(fleet_matrix(s.n, s.figures()), names_of(s.n), expected, "", {});
+}
+
+TEST(FleetJudge, NoFaultNamesNobodyEvenWithNoise) {
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    Synthetic s(6);
+    s.noise = 0.25;
+    s.seed = seed;
+    const auto j = judge(s, 12);
+    EXPECT_TRUE(j.slow_hosts.empty()) << seed;
+    EXPECT_TRUE(j.slow_links.empty()) << seed;
+    EXPECT_TRUE(j.warn_hosts.empty()) << seed;
+  }
+}
+
+TEST(FleetJudge, SlowHostIsNamedAndNoLinkIsBlamed) {
+  Synthetic s(5);
+  s.slow_tx = {3};
+  s.noise = 0.1;
+  const auto j = judge(s);
+  EXPECT_EQ(j.slow_hosts, std::vector<int>{3});
+  EXPECT_TRUE(j.slow_links.empty());
+  EXPECT_TRUE(j.warn_links.empty());
+  bool transmit = false;
+  for (const auto& f : j.findings)
+    if (f.check == "host" && f.where == "h3")
+      transmit = f.why.find("transmit path") != std::string::npos;
+  EXPECT_TRUE(transmit);
+}
+
+TEST(FleetJudge, SlowLinkIsNamedAndNoHostIsBlamed) {
+  for (int n : {3, 4, 5, 7}) {
+    Synthetic s(n);
+    s.slow_link = {{1, 2}};
+    s.noise = 0.1;
+    const auto j = judge(s);
+    EXPECT_TRUE(j.slow_hosts.empty()) << n;
+    EXPECT_TRUE(j.warn_hosts.empty()) << n;
+    ASSERT_EQ(j.slow_links.size(), 1u) << n;
+    EXPECT_EQ(j.slow_links[0], (FleetPair{1, 2}));
+  }
+}
+
+TEST(FleetJudge, AsymmetricLinkNamesTheDirection) {
+  Synthetic s(5);
+  s.slow_dir = {{2, 4}};
+  const auto j = judge(s);
+  ASSERT_EQ(j.slow_links.size(), 1u);
+  bool named = false;
+  for (const auto& f : j.findings)
+    if (f.check == "link") named = f.why.find("the path from h2 to h4") != std::string::npos;
+  EXPECT_TRUE(named);
+  EXPECT_TRUE(j.slow_hosts.empty());
+}
+
+TEST(FleetJudge, TwoBadHostsOfSevenAreBothNamed) {
+  Synthetic s(7);
+  s.slow_both = {1, 5};
+  s.noise = 0.1;
+  const auto j = judge(s);
+  EXPECT_EQ(j.slow_hosts, (std::vector<int>{1, 5}));
+  EXPECT_TRUE(j.warn_hosts.empty());
+  EXPECT_TRUE(j.slow_links.empty());
+}
+
+TEST(FleetJudge, WholeFleetSlowIsAConfigurationProblem) {
+  Synthetic s(5);
+  s.base = 2;
+  const auto j = judge(s, 10);
+  EXPECT_TRUE(j.slow_hosts.empty());
+  ASSERT_FALSE(j.findings.empty());
+  EXPECT_EQ(j.findings[0].check, "fleet");
+  EXPECT_EQ(j.findings[0].verdict, Verdict::fail);
+  EXPECT_NE(j.findings[0].why.find("configuration"), std::string::npos);
+  const auto ok = judge(Synthetic(5), 11);
+  EXPECT_EQ(ok.findings[0].verdict, Verdict::pass);
+}
+
+TEST(FleetJudge, TwoHostsAreJudgedOnlyAgainstTheExpectedFigure) {
+  Synthetic s(2);
+  s.slow_tx = {1};
+  const auto j = judge(s, 10);
+  EXPECT_TRUE(j.slow_hosts.empty());
+  EXPECT_TRUE(j.slow_links.empty());
+  bool note = false;
+  for (const auto& f : j.findings)
+    note |= f.where == "hosts" && f.why.find(">= 4 hosts") != std::string::npos;
+  EXPECT_TRUE(note);
+  EXPECT_EQ(j.findings[0].verdict, Verdict::fail);  // the pair is slow against the NICs
+}
+
+TEST(FleetJudge, LatencyOutlierIsAWarnOnly) {
+  Synthetic s(5);
+  auto figs = s.figures();
+  for (auto& f : figs)
+    if (f.a == 2 || f.b == 2) f.p50_us *= 3;
+  const auto j = judge_fleet(fleet_matrix(5, figs), names_of(5), 0, "", {});
+  int warns = 0;
+  for (const auto& f : j.findings)
+    if (f.check == "latency") {
+      EXPECT_EQ(f.where, "h2");
+      EXPECT_EQ(f.verdict, Verdict::warn);
+      ++warns;
+    }
+  EXPECT_EQ(warns, 1);
+}
+
+TEST(FleetJudge, ConfirmationKeepsWhatReproducesOnly) {
+  Synthetic s(5);
+  s.slow_tx = {3};
+  s.slow_link = {{0, 1}};
+  auto j = judge(s);
+  ASSERT_EQ(j.slow_hosts, std::vector<int>{3});
+  ASSERT_EQ(j.slow_links.size(), 1u);
+  const auto pairs = confirmation_pairs(j);
+  ASSERT_EQ(pairs.size(), 3u);  // the link, the host against two healthy ones
+  EXPECT_EQ(pairs[0], (FleetPair{0, 1}));
+  EXPECT_EQ(pairs[1].a, 3);
+  EXPECT_NE(pairs[1].b, pairs[2].b);
+  // The host reproduces; the link does not.
+  std::vector<PairFigures> again = {
+      {0, 1, 9.5, 9.8}, {3, pairs[1].b, 1, 10}, {3, pairs[2].b, 1.2, 9}};
+  confirm_fleet(j, names_of(5), again, {});
+  EXPECT_EQ(j.slow_hosts, std::vector<int>{3});
+  EXPECT_TRUE(j.slow_links.empty());
+  ASSERT_EQ(j.warn_links.size(), 1u);
+  bool downgraded = false;
+  for (const auto& f : j.findings)
+    if (f.check == "link")
+      downgraded = f.verdict == Verdict::warn && f.why.find("not reproduced") != std::string::npos;
+  EXPECT_TRUE(downgraded);
+}
+
+TEST(FleetJudge, MissingPairsAreNotMeasuredNotSlow) {
+  Synthetic s(4);
+  auto figs = s.figures();
+  figs.erase(figs.begin());  // 0<->1 failed
+  const auto j = judge_fleet(fleet_matrix(4, figs), names_of(4), 0, "", {});
+  EXPECT_TRUE(j.slow_hosts.empty());
+  EXPECT_TRUE(j.slow_links.empty());
+  EXPECT_TRUE(std::isnan(pair_figure(fleet_matrix(4, figs), 0, 1)));
+}
+
+}  // namespace
+}  // namespace xb
