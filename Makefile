@@ -36,12 +36,12 @@ test-release: build
 # The suite again with a fake Ascend runtime installed, so `auto` picks an
 # accelerator first: proves no test takes `auto` to mean the host.
 test-fake-accel: build
-	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2 -LE netns
+	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2 -LE "netns|slurm"
 
 test-asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan
-	ctest --preset asan -j2 -LE netns
+	ctest --preset asan -j2 -LE "netns|slurm"
 
 # libFuzzer targets (fuzz/): their own clang build in build/fuzz, only the
 # sources each parser needs. `make fuzz` runs each target FUZZ_SECONDS on a

@@ -15,6 +15,7 @@ PKGS=(
   libopenblas-dev
   python3-matplotlib python3-prometheus-client chromium
   clang-14 libclang-rt-14-dev  # the fuzz build (make fuzz): clang and its libFuzzer runtime
+  slurmctld slurmd slurm-client munge  # tests/slurm/: a private one-node Slurm (srun, salloc)
 )
 
 missing=()

@@ -168,6 +168,23 @@ void wait_spin(MPI_Request& req, const Progress& progress) {
   }
 }
 
+class MpiTransfer final : public Runtime::Transfer {
+ public:
+  explicit MpiTransfer(MPI_Request r) : req_(r) {}
+  ~MpiTransfer() override {
+    if (req_ != MPI_REQUEST_NULL) MPI_Request_free(&req_);
+  }
+  bool done() override {
+    if (req_ == MPI_REQUEST_NULL) return true;
+    int flag = 0;
+    mpi_check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    return flag != 0;
+  }
+
+ private:
+  MPI_Request req_;
+};
+
 class MpiRuntime final : public Runtime {
  public:
   MpiRuntime() {
@@ -175,6 +192,7 @@ class MpiRuntime final : public Runtime {
     // XFERBENCH_PEER_TIMEOUT governs (the others take it from its contact,
     // so every rank takes the same collective path).
     const double peer_timeout = peer_timeout_from_env();
+    if (const std::string why = launch_without_pmi(); !why.empty()) throw UsageError(why);
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
@@ -260,6 +278,26 @@ class MpiRuntime final : public Runtime {
                              MPI_COMM_WORLD, &req),
               "MPI_Iallreduce");
     wait_idle(req, "MPI_Iallreduce");
+  }
+  std::unique_ptr<Transfer> isend(std::span<const std::byte> data, int peer, int tag) override {
+    MPI_Request req;
+    mpi_check(MPI_Isend(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                        &req),
+              "MPI_Isend");
+    return std::make_unique<MpiTransfer>(req);
+  }
+  std::unique_ptr<Transfer> irecv(std::span<std::byte> data, int peer, int tag) override {
+    MPI_Request req;
+    mpi_check(MPI_Irecv(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                        &req),
+              "MPI_Irecv");
+    return std::make_unique<MpiTransfer>(req);
+  }
+  int max_tag() const override {
+    void* v = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &flag);
+    return flag && v ? *static_cast<int*>(v) : 32767;
   }
   std::unique_ptr<Window> allocate_window(Bytes size, Transport t) override {
     if (t == Transport::shm && !single_host_)

@@ -27,9 +27,31 @@ bool launched_by_mpiexec() {
 }
 
 int launcher_rank() {
-  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"})
+  // SLURM_PROCID last: under `salloc mpiexec` it numbers hydra's proxies, not the ranks.
+  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
     if (const char* v = std::getenv(var)) return std::atoi(v);
   return -1;
+}
+
+std::string launch_without_pmi() {
+  const auto count = [](const char* var) {
+    const char* v = std::getenv(var);
+    return v && *v ? std::atoi(v) : 0;
+  };
+  if (std::getenv("PMI_RANK") || std::getenv("PMI_SIZE") || std::getenv("PMI_FD") ||
+      std::getenv("PMIX_RANK"))
+    return "";
+  if (const int n = count("OMPI_COMM_WORLD_SIZE"); n > 1)
+    return fmt::format(
+        "Open MPI's launcher started {} processes, but xferbench is built with MPICH: each would "
+        "run alone as 1 rank; start it with MPICH's mpiexec, or srun --mpi=pmi2",
+        n);
+  if (const int n = count("SLURM_STEP_NUM_TASKS"); n > 1)
+    return fmt::format(
+        "srun started {} tasks without a PMI (--mpi=none?), so each would run alone as 1 rank; "
+        "use srun --mpi=pmi2 (or MpiDefault=pmi2 in slurm.conf)",
+        n);
+  return "";
 }
 
 void reexec_under_mpiexec(int ranks, int argc, char** argv) {

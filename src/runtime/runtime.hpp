@@ -76,6 +76,20 @@ class Runtime {
   // Collective; throws RuntimeError when a window cannot be made.
   virtual std::unique_ptr<Window> allocate_window(Bytes size, Transport t) = 0;
 
+  // Point-to-point between two ranks (fleet's pairs): nonblocking, bytes
+  // matched by peer and tag. `done` tests without waiting (and drives the
+  // library's progress). A transfer destroyed before it is done is left to
+  // finish on its own: its buffer must outlive the run.
+  class Transfer {
+   public:
+    virtual ~Transfer() = default;
+    virtual bool done() = 0;
+  };
+  virtual std::unique_ptr<Transfer> isend(std::span<const std::byte> data, int peer, int tag) = 0;
+  virtual std::unique_ptr<Transfer> irecv(std::span<std::byte> data, int peer, int tag) = 0;
+  // The largest tag isend/irecv take (MPI_TAG_UB, at least 32767).
+  virtual int max_tag() const = 0;
+
   // Collective: the first non-empty `local_error` over the ranks (rank
   // order), on every rank, so all ranks take the same branch.
   std::string agree(const std::string& local_error);
@@ -105,6 +119,10 @@ void finish_deferred_mpi(int exit_code);
 bool launched_by_mpiexec();
 // This process's rank as the launcher set it before MPI starts, -1 if none.
 int launcher_rank();
+// Why this process, one of several tasks a launcher started, would run as
+// a 1-rank MPI job of its own (srun --mpi=none, Open MPI's mpirun), or "".
+// make_mpi_runtime throws it as a UsageError before MPI starts.
+std::string launch_without_pmi();
 
 // `--ranks N` outside mpiexec: replaces this process with
 // `mpiexec -n N <this binary> <args without --ranks>`; returns only on

@@ -128,6 +128,27 @@ TEST(HostThrottle, ParsesDevicesDirectionsAndPairs) {
   EXPECT_THROW(parse_throttle("host-1:0.5"), UsageError);
 }
 
+TEST(HostThrottle, RanksSlowWhatTheySendReceiveOrShare) {
+  using host::parse_throttle;
+  using host::rank_throttle;
+  using host::throttle_factor;
+  const auto t = parse_throttle("rank3:0.1:tx,rank1-rank2:0.2,rank4:0.5,rank0:0.25:rx");
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 3, 0), 0.1 * 0.25);  // 3 sends, 0 receives
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 0, 3), 1.0);         // 3 receives: tx only
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 1, 2), 0.2);
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 2, 1), 0.2);
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 1, 3), 1.0);
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 4, 1), 0.5);
+  EXPECT_DOUBLE_EQ(rank_throttle(t, 1, 4), 0.5);
+  // Rank entries never touch the copies of a device with that number.
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "d2d", 3, 3), 1.0);
+  EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 1, 2), 1.0);
+  for (const char* bad : {"rank:0.5", "rankx:0.5", "rank1:0.5:h2d", "rank1-2:0.5", "rank1-rank2:0.5:tx",
+                          "rank1:2", "rank-1:0.5"})
+    EXPECT_THROW(parse_throttle(bad), UsageError) << bad;
+}
+
 // ---- judging on a busy node ----
 
 TEST(DoctorNoise, MedianIntervalFromOrderStatistics) {

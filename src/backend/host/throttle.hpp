@@ -8,6 +8,10 @@
 // ways) only; or host:FACTOR, the copies touching host memory that is not
 // bound to a device's node (the default allocation: a misplaced buffer). Each worker stretches its part of a matching copy by
 // 1/FACTOR after doing it, so the copy really takes that long.
+// Ranks too, for fleet's pairs on one machine: rankR:FACTOR[:tx|rx] slows
+// what rank R sends (tx), receives (rx) or both (a slow "host"), and
+// rankA-rankB:FACTOR the traffic between two ranks both ways (a slow
+// "link"); the sender stretches each transfer the same way.
 #include <string>
 #include <vector>
 
@@ -18,6 +22,7 @@ struct Throttle {
   int peer = -1;  // A-B: the other device of the pair; -1: any
   double factor = 1;
   std::string dir;  // "" = every direction
+  bool rank = false;  // rankR / rankA-rankB: device and peer are ranks
 };
 
 // Throws UsageError naming the variable for a malformed list.
@@ -27,5 +32,9 @@ std::vector<Throttle> parse_throttle(const std::string& text);
 // "h2h") between devices `a` and `b` (-1 for host memory): the product of
 // the matching entries, 1 when none matches.
 double throttle_factor(const std::vector<Throttle>& t, const std::string& dir, int a, int b);
+
+// The factor for what rank `from` sends to rank `to`: the product of the
+// rank entries that match (1 when none does).
+double rank_throttle(const std::vector<Throttle>& t, int from, int to);
 
 }  // namespace xb::host
