@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -112,6 +113,42 @@ LoadMeter::LoadMeter() : cpu_(read_cpu_times()), self_s_(process_cpu_s()), t0_(n
 
 CpuLoad LoadMeter::stop() const {
   return cpu_load(cpu_, read_cpu_times(), self_s_, process_cpu_s(), now_s() - t0_);
+}
+
+std::vector<NetInterface> net_interfaces(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::vector<NetInterface> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    NetInterface n;
+    n.name = e.path().filename().string();
+    if (n.name == "lo") continue;
+    const auto read = [&](const char* file) {
+      std::ifstream in(e.path() / file);
+      std::string v;
+      std::getline(in, v);
+      return v;
+    };
+    n.up = read("operstate") == "up";
+    n.physical = fs::exists(e.path() / "device", ec);
+    try {
+      const std::string sp = read("speed");
+      n.speed_mbps = sp.empty() ? 0 : std::max(0.0, std::stod(sp));  // -1: unknown
+    } catch (const std::exception&) {
+      n.speed_mbps = 0;
+    }
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const NetInterface& a, const NetInterface& b) { return a.name < b.name; });
+  return out;
+}
+
+double fastest_nic_mbps(const std::vector<NetInterface>& nics) {
+  double best = 0;
+  for (const auto& n : nics)
+    if (n.up && n.physical) best = std::max(best, n.speed_mbps);
+  return best;
 }
 
 }  // namespace xb

@@ -15,6 +15,19 @@ std::vector<int> allowed_cpus();
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.
 std::uint64_t available_memory();
 
+// A network interface as sysfs shows it (/sys/class/net/NAME): up, its
+// link rate, and whether a device backs it (a NIC, not a veth or bridge).
+struct NetInterface {
+  std::string name;
+  bool up = false;
+  bool physical = false;
+  double speed_mbps = 0;  // 0: not reported
+};
+// Every interface but lo, by name; `root` is the sysfs folder (tests).
+std::vector<NetInterface> net_interfaces(const std::string& root = "/sys/class/net");
+// The fastest physical interface that is up and reports a rate, Mb/s; 0: none.
+double fastest_nic_mbps(const std::vector<NetInterface>& nics);
+
 // CPU time of the whole machine, summed over every CPU, from /proc/stat's
 // first line: busy (user, nice, system, irq, softirq, steal) and all of it
 // (busy + idle + iowait), in seconds.

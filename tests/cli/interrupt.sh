@@ -135,5 +135,19 @@ case $scenario in
     grep -Eq '"lost": "rank 0 lost rank [0-9]' "$file" || fail "$file does not say which rank"
     echo "ok [$scenario]: exit $rc, $(records "$file" json) records kept, marked lost"
     ;;
+  fleet_rank_killed)  # a host lost mid-sweep: the pairs measured so far stay in the file
+    start json "$mpiexec" -disable-auto-cleanup -n 3 "$xb" fleet --backend host -s 4M --passes 50 \
+      --no-census --concurrency 1 --pings 20
+    rank=$(rank_pid "^$xb fleet .*-o $file" 2)
+    [ -n "$rank" ] || fail "no process of rank 2 found"
+    kill -KILL "$rank"
+    wait $pid
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "exit 0 after a rank was killed"
+    "$xb" compare "$file" "$file" >/dev/null 2>&1 || fail "compare cannot read $file"
+    grep -q '"stopped_by": "lost rank"' "$file" || fail "$file does not name the lost rank"
+    [ "$(grep -c '"case": "send"' "$file")" -ge 1 ] || fail "$file kept no pair"
+    echo "ok [$scenario]: exit $rc, $(records "$file" json) records kept, marked lost"
+    ;;
   *) fail "unknown scenario" ;;
 esac

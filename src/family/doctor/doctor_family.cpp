@@ -1120,4 +1120,11 @@ Examples:
 
 std::unique_ptr<Family> make_doctor_family() { return std::make_unique<DoctorFamily>(); }
 
+std::vector<Finding> doctor_census(Backend& backend, const Progress& progress) {
+  const std::set<std::string> checks = {"bandwidth", "link", "direction", "duplex",
+                                        "numa",      "devices", "pairs"};
+  Doctor doc(backend, plan_of(true, false), checks, progress);
+  return doc.run();
+}
+
 }  // namespace xb

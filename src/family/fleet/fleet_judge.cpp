@@ -131,7 +131,7 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
                     expected_note.empty() ? "no expected figure" : expected_note});
   }
   if (n < 4)
-    rows.push_back({"fleet", "hosts", Verdict::none, static_cast<double>(n), 4, "hosts",
+    rows.push_back({"fleet", "hosts", Verdict::none, static_cast<double>(n), 0, "hosts",
                     n == 2 ? "2 hosts: one pair cannot tell a slow host from a slow link (needs "
                              ">= 4 hosts); judged against the expected figure only"
                            : "3 hosts barely tell a slow host from a slow link (needs >= 4)"});
@@ -152,7 +152,9 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
     } else {
       const double txq = j.tx[static_cast<std::size_t>(i)] / tx_ref;
       const double rxq = j.rx[static_cast<std::size_t>(i)] / rx_ref;
-      why = fmt::format("slow with every partner ({:.3g} GB/s sending, {:.3g} receiving): ",
+      why = fmt::format("{} ({:.3g} GB/s sending, {:.3g} receiving): ",
+                        v == Verdict::fail ? "slow with every partner"
+                                           : "below the other hosts with most partners",
                         j.tx[static_cast<std::size_t>(i)], j.rx[static_cast<std::size_t>(i)]);
       if (txq < t.grade.warn_below && rxq >= t.grade.warn_below)
         why +=
@@ -169,9 +171,7 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
   // Links between hosts that are not slow themselves.
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
-      if (contains(j.slow_hosts, a) || contains(j.slow_hosts, b) || contains(j.warn_hosts, a) ||
-          contains(j.warn_hosts, b))
-        continue;
+      if (contains(j.slow_hosts, a) || contains(j.slow_hosts, b)) continue;
       const double B = pair_figure(m, a, b);
       const double ref =
           std::min(j.typical[static_cast<std::size_t>(a)], j.typical[static_cast<std::size_t>(b)]);

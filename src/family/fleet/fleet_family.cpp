@@ -1,0 +1,658 @@
+// `xferbench fleet`: the census, the pair rounds, the verdicts (README: fleet).
+#include "family/fleet/fleet_family.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "backend/host/throttle.hpp"
+#include "core/error.hpp"
+#include "core/journal.hpp"
+#include "core/sysinfo.hpp"
+#include "family/doctor/doctor_family.hpp"
+#include "family/fleet/fleet_judge.hpp"
+#include "family/fleet/fleet_pairs.hpp"
+#include "family/fleet/fleet_schedule.hpp"
+#include "family/run.hpp"
+#include "report/table_kit.hpp"
+
+namespace xb {
+namespace {
+
+namespace fleet_field {
+inline constexpr FieldKey<std::string> src_host{"src_host"};
+inline constexpr FieldKey<std::string> dst_host{"dst_host"};
+inline constexpr FieldKey<std::int64_t> pass{"pass"};
+inline constexpr FieldKey<std::int64_t> round{"round"};
+inline constexpr FieldKey<std::int64_t> concurrency{"concurrency"};  // pairs at once; 0: all
+inline constexpr FieldKey<bool> confirm{"confirm"};  // a confirmation re-measurement
+inline constexpr FieldKey<std::string> verdict{"verdict"};
+inline constexpr FieldKey<double> measured{"measured"};
+inline constexpr FieldKey<double> expected{"expected"};
+inline constexpr FieldKey<double> ratio{"ratio"};
+inline constexpr FieldKey<std::string> unit{"unit"};
+inline constexpr FieldKey<std::string> why{"why"};
+}  // namespace fleet_field
+
+const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency"};
+
+struct FleetConfig {
+  PairPlan pair;
+  int passes = 1;
+  int concurrency = 0;  // 0: all pairs of a round at once
+  std::uint64_t seed = 1;
+  FleetThresholds thresholds;
+  double expected = 0;  // --expected GB/s; 0: from the NICs
+  std::vector<std::string> exclude;
+  bool census = true;
+  bool rails = false;
+};
+
+std::string digest(const FleetConfig& c) {
+  return fmt::format(
+      "size={} iters={} warmup={} pings={} deadline={} check={} passes={} conc={} "
+      "seed={} threshold={} expected={} exclude={} census={}",
+      c.pair.size, c.pair.iters, c.pair.warmup, c.pair.pings, c.pair.deadline_s, c.pair.check,
+      c.passes, c.concurrency, c.seed, c.thresholds.grade.fail_below, c.expected,
+      fmt::join(c.exclude, ","), c.census);
+}
+
+// Each rank's name: its host, and "#rank" where several ranks share one.
+std::vector<std::string> labels_of(const std::vector<std::string>& hosts) {
+  std::map<std::string, int> count;
+  for (const auto& h : hosts) ++count[h];
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < hosts.size(); ++r)
+    out.push_back(count[hosts[r]] > 1 ? fmt::format("{}#{}", hosts[r], r) : hosts[r]);
+  return out;
+}
+
+Record verdict_record(const Finding& f) {
+  Record r;
+  r.kase = f.check;
+  r.method = f.where;
+  if (f.verdict == Verdict::fail) {
+    r.status = Status::failed;
+    r.reason = f.why;
+  }
+  r.set(fleet_field::verdict, std::string(to_string(f.verdict)));
+  r.set(fleet_field::measured, f.measured);
+  r.set(fleet_field::expected, f.expected);
+  r.set(fleet_field::ratio, f.ratio());
+  r.set(fleet_field::unit, f.unit);
+  r.set(fleet_field::why, f.why);
+  return r;
+}
+
+// ---- the census -------------------------------------------------------------
+
+nlohmann::json finding_json(const Finding& f) {
+  return {{"check", f.check},
+          {"where", f.where},
+          {"verdict", to_string(f.verdict)},
+          {"measured", f.measured},
+          {"expected", f.expected},
+          {"unit", f.unit},
+          {"why", f.why}};
+}
+
+Verdict verdict_of(const std::string& v) {
+  return v == "PASS"   ? Verdict::pass
+         : v == "WARN" ? Verdict::warn
+         : v == "FAIL" ? Verdict::fail
+                       : Verdict::none;
+}
+
+int severity(Verdict v) {
+  return v == Verdict::fail ? 3 : v == Verdict::warn ? 2 : v == Verdict::pass ? 1 : 0;
+}
+
+// Rank 0: one census row per host. A host's own doctor verdict stands (it
+// was measured in paired rounds and a FAIL reproduced); each figure is also
+// held against the same check on the other hosts (the median), at most a
+// WARN: one measurement per host, not paired rounds across hosts.
+std::vector<Finding> census_rows(const std::vector<std::string>& hosts,
+                                 const std::vector<std::vector<Finding>>& per_host, Grade g) {
+  std::map<std::string, std::vector<double>> figures;  // "check where" -> per host
+  for (const auto& fs : per_host)
+    for (const auto& f : fs)
+      if (f.unit == "GB/s" && f.measured > 0)
+        figures[f.check + " " + f.where].push_back(f.measured);
+  std::vector<Finding> rows;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    Finding worst{"census", hosts[h], Verdict::pass, 0, 0, "", ""};
+    int checks = 0;
+    for (const auto& f : per_host[h]) {
+      ++checks;
+      Verdict v = f.verdict == Verdict::none ? Verdict::pass : f.verdict;
+      std::string why = f.why;
+      double measured = f.measured, expected = f.expected;
+      const auto it = figures.find(f.check + " " + f.where);
+      if (it != figures.end() && it->second.size() >= 2 && hosts.size() >= 2) {
+        const double ref = peer_reference(it->second);
+        const Verdict across = grade(ref > 0 ? f.measured / ref : 1, g.warn_below, g.fail_below);
+        if (across != Verdict::pass && severity(Verdict::warn) > severity(v)) {
+          v = Verdict::warn;
+          expected = ref;
+          why = fmt::format("{:.2f} of the same check on the other hosts ({:.3g} GB/s)",
+                            f.measured / ref, ref);
+        }
+      }
+      if (severity(v) > severity(worst.verdict)) {
+        worst.verdict = v;
+        worst.measured = measured;
+        worst.expected = expected;
+        worst.unit = f.unit;
+        worst.why = fmt::format("{} {}: {}", f.check, f.where, why);
+      }
+    }
+    if (worst.verdict == Verdict::pass) {
+      worst.measured = checks;
+      worst.unit = "checks";
+      worst.why = fmt::format("{} local checks pass, none below the other hosts", checks);
+    }
+    if (checks == 0) {
+      worst.verdict = Verdict::none;
+      worst.why = "no local check ran";
+    }
+    rows.push_back(worst);
+  }
+  return rows;
+}
+
+// ---- pairs --------------------------------------------------------------------
+
+struct StepRecords {
+  std::vector<Record> records;
+  std::vector<PairFigures> figures;
+};
+
+// Rank 0: the records and figures of one step from every rank's side.
+StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
+                         const std::vector<std::string>& names, const std::vector<PairSide>& sides,
+                         const FleetConfig& cfg, bool confirm) {
+  StepRecords out;
+  const Bytes size = cfg.pair.size;
+  for (const auto& p : step.pairs) {
+    const int ra = members[static_cast<std::size_t>(p.a)],
+              rb = members[static_cast<std::size_t>(p.b)];
+    const PairSide& a = sides[static_cast<std::size_t>(ra)];
+    const PairSide& b = sides[static_cast<std::size_t>(rb)];
+    const std::string error = !a.error.empty() ? a.error : b.error;
+    PairFigures fig{p.a, p.b};
+    const auto make = [&](const std::string& kase, int src, int dst, Bytes bytes,
+                          std::vector<double> us, bool verified, bool checked) {
+      Record r;
+      r.kase = kase;
+      r.method = "mpi";
+      r.src = src;
+      r.dst = dst;
+      r.bytes = bytes;
+      r.set(fleet_field::src_host, names[static_cast<std::size_t>(src)]);
+      r.set(fleet_field::dst_host, names[static_cast<std::size_t>(dst)]);
+      r.set(fleet_field::pass, std::int64_t{step.pass});
+      r.set(fleet_field::round, std::int64_t{step.round});
+      r.set(fleet_field::concurrency, std::int64_t{confirm ? 1 : cfg.concurrency});
+      if (confirm) r.set(fleet_field::confirm, true);
+      if (!error.empty() || us.empty()) {
+        r.status = Status::failed;
+        r.reason = error.empty() ? std::string("no figures came back") : error;
+        return r;
+      }
+      r.set_samples(us);
+      if (checked) r.verified = verified;
+      if (checked && !verified) {
+        r.status = Status::failed;
+        r.reason = "the received bytes do not match what was sent";
+      }
+      return r;
+    };
+    Record ab = make("send", ra, rb, size, a.send_us, b.verified, b.checked);
+    Record ba = make("send", rb, ra, size, b.send_us, a.verified, a.checked);
+    std::vector<double> both;
+    for (std::size_t i = 0; i < std::min(a.both_us.size(), b.both_us.size()); ++i)
+      both.push_back(std::max(a.both_us[i], b.both_us[i]));
+    Record bd =
+        make("bidir", ra, rb, 2 * size, both, a.verified && b.verified, a.checked && b.checked);
+    Record pp = make("pingpong", ra, rb, 8, a.ping_us, true, false);
+    if (ab.status == Status::ok) fig.ab = ab.gbps_median;
+    if (ba.status == Status::ok) fig.ba = ba.gbps_median;
+    if (bd.status == Status::ok) fig.both = bd.gbps_median;
+    if (pp.status == Status::ok) {
+      fig.p50_us = pp.time_us.median;
+      fig.p99_us = pp.time_us.p99;
+    }
+    for (Record* r : {&ab, &ba, &bd, &pp}) out.records.push_back(std::move(*r));
+    out.figures.push_back(fig);
+  }
+  return out;
+}
+
+// Every rank: its part of `step` (or a rest), then every side to rank 0.
+std::vector<PairSide> run_step(Runtime& rt, const FleetStep& step, const std::vector<int>& members,
+                               const FleetConfig& cfg, PairBuffers& buf,
+                               const std::vector<host::Throttle>& throttle, int tag) {
+  PairRole role;
+  for (const auto& p : step.pairs) {
+    const int ra = members[static_cast<std::size_t>(p.a)],
+              rb = members[static_cast<std::size_t>(p.b)];
+    if (ra == rt.rank() || rb == rt.rank()) {
+      role.first = ra == rt.rank();
+      role.peer = role.first ? rb : ra;
+      role.tx_factor = host::rank_throttle(throttle, rt.rank(), role.peer);
+    }
+  }
+  const PairSide mine = run_pair_side(rt, role, cfg.pair, buf, tag);
+  const auto all = rt.allgather(role.peer < 0 ? std::string() : side_to_wire(mine));
+  std::vector<PairSide> sides;
+  for (const auto& w : all) sides.push_back(side_from_wire(w));
+  return sides;
+}
+
+std::string nic_note(const std::vector<std::string>& hosts) {
+  std::set<std::string> distinct(hosts.begin(), hosts.end());
+  if (distinct.size() < hosts.size())
+    return "ranks share a host: their traffic does not cross a NIC (give --expected GBPS)";
+  return "";
+}
+
+// ---- the family ------------------------------------------------------------------
+
+class FleetFamily final : public Family {
+ public:
+  FleetFamily() {
+    schema_.add(fleet_field::src_host, FieldRole::info, "the sending member (host, or host#rank)")
+        .add(fleet_field::dst_host, FieldRole::info, "the receiving member")
+        .add(fleet_field::pass, FieldRole::key, "the pass (positions reshuffled each pass)")
+        .add(fleet_field::round, FieldRole::info, "the round of the pass")
+        .add(fleet_field::concurrency, FieldRole::info,
+             "pairs measured at once (0: the whole round)")
+        .add(fleet_field::confirm, FieldRole::info, "a suspect re-measured alone")
+        .add(fleet_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")
+        .add(fleet_field::measured, FieldRole::metric, "the figure judged, in `unit`")
+        .add(fleet_field::expected, FieldRole::metric, "what it is held against; 0: none")
+        .add(fleet_field::ratio, FieldRole::metric, "measured / expected")
+        .add(fleet_field::unit, FieldRole::info, "GB/s, us, hosts")
+        .add(fleet_field::why, FieldRole::info, "one sentence: why, and where to look");
+  }
+  std::string name() const override { return "fleet"; }
+  std::string summary() const override {
+    return "every pair of hosts in rounds: name the slow host, link or direction";
+  }
+  const RecordSchema& schema() const override { return schema_; }
+  void cases(Registry& r) const override {
+    r.add({"fleet.pairs", "fleet",
+           "every pair of hosts: a->b, b->a, both at once, 8-byte ping-pong; verdicts per host and "
+           "link",
+           [](const Capabilities&) { return Support::yes(); }});
+    r.add({"fleet.census", "fleet",
+           "doctor --quick on every host, each figure against the other hosts'",
+           [](const Capabilities&) { return Support::yes(); }});
+  }
+  std::string table_note(const Report&) const override {
+    return "send: GB/s of one transfer, timed on the sender to the receiver's acknowledgement; a "
+           "pair's figure is its weaker direction; verdicts: README, fleet; exit 1 on a FAIL\n";
+  }
+  std::string tables(const Report& r) const override;
+
+  void add_options(CLI::App& app) override {
+    app.add_option_function<std::string>(
+           "-s,--size", [this](const std::string& s) { cfg_.pair.size = parse_size(s, "-s"); },
+           "bytes per transfer (default 64M)")
+        ->type_name("SIZE");
+    app.add_option("--passes", cfg_.passes,
+                   "passes over every pair, positions reshuffled each (default 1)")
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--concurrency", concurrency_,
+                   "pairs measured at once: all (a whole round), or K (1 separates a link's "
+                   "capacity from contention)")
+        ->default_str("all");
+    app.add_option("--seed", cfg_.seed, "the shuffle's seed (default 1)");
+    app.add_option("--threshold", cfg_.thresholds.grade.fail_below,
+                   "FAIL below this ratio to the reference (default 0.5; WARN below 0.8)")
+        ->check(CLI::Range(0.01, 0.99));
+    app.add_option("--expected", cfg_.expected,
+                   "GB/s a pair should reach (default: 0.8 x the fastest NIC's rate in sysfs)")
+        ->check(CLI::Range(0.0, 1e6));
+    app.add_option("--exclude", exclude_, "hosts (or host#rank) to leave out, comma list");
+    app.add_option("--deadline", cfg_.pair.deadline_s,
+                   "seconds a pair may take in a step before it is a failed pair (default 60)")
+        ->check(CLI::Range(0.1, 86400.0));
+    app.add_option("--pings", cfg_.pair.pings, "timed 8-byte ping-pongs per pair (default 200)")
+        ->check(CLI::Range(1, 1000000));
+    app.add_flag("--no-census", no_census_, "skip the census (doctor --quick on every host)");
+    app.add_flag("--rails", cfg_.rails,
+                 "one rank per GPU: GPU g of host A with GPU g of host B (cuda)");
+    add_run_options(app, run_,
+                    {.iters = "timed transfers per direction (default 5)",
+                     .warmup = "warm-up transfers (default 1)",
+                     .check = "skip verification of the received bytes",
+                     .ranks = true});
+    app.footer(
+        R"(One rank per host (mpiexec -ppn 1): a census (doctor --quick on every host, each figure held
+against the other hosts'), then every pair of hosts once per pass in rounds of disjoint
+pairs (a->b, b->a, both at once, an 8-byte ping-pong), then verdicts: a host slow with
+every partner, a link slow while both its ends are fast elsewhere, the direction, latency,
+and the whole fleet against the NICs' rate. Suspects are measured again alone before a FAIL.
+Needs >= 4 hosts to tell a slow host from a slow link. Exit 1 on a FAIL.
+Examples:
+  mpiexec -f hosts -ppn 1 xferbench fleet
+  mpiexec -f hosts -ppn 1 xferbench fleet --passes 3 -s 64M --format json -o fleet.json
+  srun -N 16 --ntasks-per-node=1 --mpi=pmi2 xferbench fleet --exclude node07
+  xferbench report fleet.json -o fleet.html)");
+  }
+
+  int run(const Invocation& inv) override;
+
+ private:
+  FleetConfig cfg_;
+  std::string concurrency_ = "all";
+  std::string exclude_;
+  bool no_census_ = false;
+  RunOptions run_;
+  RecordSchema schema_{"fleet"};
+};
+
+int FleetFamily::run(const Invocation& inv) {
+  if (concurrency_ == "all") {
+    cfg_.concurrency = 0;
+  } else {
+    try {
+      std::size_t used = 0;
+      cfg_.concurrency = std::stoi(concurrency_, &used);
+      if (used != concurrency_.size() || cfg_.concurrency < 1) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw UsageError(
+          fmt::format("--concurrency '{}': give all, or a count of pairs >= 1", concurrency_));
+    }
+  }
+  cfg_.pair.iters = run_.iters_or(5);
+  cfg_.pair.warmup = run_.warmup_or(1);
+  cfg_.pair.check = !run_.no_check;
+  cfg_.census = !no_census_;
+  cfg_.exclude = split_list(exclude_);
+  cfg_.thresholds.grade.warn_below = std::max(0.8, cfg_.thresholds.grade.fail_below);
+  const std::vector<host::Throttle> throttle = [] {
+    const char* t = std::getenv("XFERBENCH_HOST_THROTTLE");
+    return t && *t ? host::parse_throttle(t) : std::vector<host::Throttle>{};
+  }();
+
+  std::vector<std::string> hosts, names;
+  std::vector<int> members;
+  Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& be) {
+    std::string err;
+    if (rt.size() < 2)
+      err = "fleet needs at least 2 ranks, one per host: mpiexec -f HOSTS -ppn 1 xferbench fleet";
+    else if (cfg_.rails && be.name() == "host")
+      err = "--rails pairs GPU g of one host with GPU g of another: it needs --backend cuda";
+    err = rt.agree(err);
+    if (!err.empty()) throw UsageError(err);
+    const auto digests = rt.allgather(digest(cfg_));
+    for (int k = 1; k < rt.size(); ++k)
+      if (digests[static_cast<std::size_t>(k)] != digests[0])
+        err = fmt::format("rank {} was given other options than rank 0", k);
+    hosts = rt.allgather(host_name());
+    names = labels_of(hosts);
+    std::set<std::string> out;
+    for (const auto& e : cfg_.exclude) {
+      bool known = false;
+      for (std::size_t k = 0; k < hosts.size(); ++k)
+        if (hosts[k] == e || names[k] == e) known = true, out.insert(names[k]);
+      if (!known && err.empty())
+        err = fmt::format("--exclude {}: not a host of this run ({})", e, fmt::join(names, ", "));
+    }
+    for (int k = 0; k < rt.size(); ++k)
+      if (!out.count(names[static_cast<std::size_t>(k)]) &&
+          std::find(cfg_.exclude.begin(), cfg_.exclude.end(), hosts[static_cast<std::size_t>(k)]) ==
+              cfg_.exclude.end())
+        members.push_back(k);
+    if (err.empty() && members.size() < 2)
+      err = fmt::format("--exclude leaves {} host(s): fleet needs at least 2", members.size());
+    err = rt.agree(err);
+    if (!err.empty()) throw UsageError(err);
+  });
+  Runtime& rt = *r.rt;
+  std::vector<std::string> member_names;
+  for (int m : members) member_names.push_back(names[static_cast<std::size_t>(m)]);
+  const std::string concurrency_text = cfg_.concurrency ? std::to_string(cfg_.concurrency) : "all";
+  Params params = {{"size", static_cast<std::int64_t>(cfg_.pair.size)},
+                   {"iters", std::int64_t{cfg_.pair.iters}},
+                   {"warmup", std::int64_t{cfg_.pair.warmup}},
+                   {"passes", std::int64_t{cfg_.passes}},
+                   {"concurrency", concurrency_text},
+                   {"seed", static_cast<std::int64_t>(cfg_.seed)},
+                   {"threshold", cfg_.thresholds.grade.fail_below},
+                   {"hosts", fmt::format("{}", fmt::join(member_names, ","))},
+                   {"excluded", exclude_},
+                   {"pairs_over", std::string("host memory, MPI point-to-point")}};
+  r.begin(*this, "fleet", params);
+  const Progress progress = rt.root() ? progress_for(run_) : Progress{};
+  std::vector<Record> all;
+  const auto done = [&](Record rec) {
+    record_done(rec);
+    all.push_back(std::move(rec));
+  };
+
+  // The census: the first rank of each host measures it, all hosts at once.
+  if (cfg_.census) {
+    std::string mine;
+    const bool first_of_host =
+        std::find(members.begin(), members.end(), rt.rank()) != members.end() && [&] {
+          for (int m : members)
+            if (hosts[static_cast<std::size_t>(m)] == host_name()) return m == rt.rank();
+          return false;
+        }();
+    if (first_of_host) {
+      nlohmann::json j = nlohmann::json::array();
+      try {
+        for (const auto& f : doctor_census(*r.backend, {})) j.push_back(finding_json(f));
+      } catch (const std::exception& e) {
+        j = nlohmann::json::array(
+            {finding_json({"census", "-", Verdict::none, 0, 0, "", e.what()})});
+      }
+      mine = j.dump();
+    }
+    const auto gathered = rt.allgather(mine);
+    if (rt.root()) {
+      std::vector<std::string> census_hosts;
+      std::vector<std::vector<Finding>> per_host;
+      for (int m : members) {
+        const std::string& w = gathered[static_cast<std::size_t>(m)];
+        if (w.empty()) continue;
+        census_hosts.push_back(hosts[static_cast<std::size_t>(m)]);
+        std::vector<Finding> fs;
+        for (const auto& f : nlohmann::json::parse(w))
+          fs.push_back({f.at("check").get<std::string>(), f.at("where").get<std::string>(),
+                        verdict_of(f.at("verdict").get<std::string>()),
+                        f.at("measured").get<double>(), f.at("expected").get<double>(),
+                        f.at("unit").get<std::string>(), f.at("why").get<std::string>()});
+        per_host.push_back(std::move(fs));
+      }
+      for (const auto& f : census_rows(census_hosts, per_host, cfg_.thresholds.grade))
+        done(verdict_record(f));
+    }
+    stop_point(&rt);
+  }
+
+  // The pair rounds.
+  PairBuffers buf(cfg_.pair.size, rt.rank());
+  const int tag_slots = std::max(1, rt.max_tag() / 16 - 1);
+  int tags = 0;
+  std::vector<int> index(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) index[i] = static_cast<int>(i);
+  const auto steps = fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed);
+  std::vector<PairFigures> figures;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    if (progress)
+      progress(s, steps.size(),
+               fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1));
+    const auto sides =
+        run_step(rt, steps[s], members, cfg_, buf, throttle, 16 * (tags++ % tag_slots));
+    if (rt.root()) {
+      StepRecords sr = step_records(steps[s], members, names, sides, cfg_, false);
+      for (auto& rec : sr.records) done(std::move(rec));
+      for (auto& f : sr.figures) figures.push_back(f);
+    }
+    stop_point(&rt);
+  }
+
+  // The verdicts, then the suspects again, alone.
+  const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), figures);
+  double expected = cfg_.expected;
+  std::string note;
+  if (expected <= 0) {
+    note = nic_note(hosts);
+    std::vector<double> rates;
+    for (const auto& w : rt.allgather(fmt::format("{}", fastest_nic_mbps(net_interfaces()))))
+      rates.push_back(std::atof(w.c_str()));
+    const double mbps = robust_median(rates, false);
+    if (note.empty() && mbps > 0) expected = mbps / 8 / 1e3 * 0.80;
+    if (note.empty() && !(mbps > 0))
+      note = "no NIC reports a link rate in sysfs (give --expected GBPS)";
+  }
+  FleetJudgement j;
+  std::string plan;
+  if (rt.root()) {
+    j = judge_fleet(m, member_names, expected, note, cfg_.thresholds);
+    for (const auto& p : confirmation_pairs(j)) plan += fmt::format("{} {} ", p.a, p.b);
+  }
+  std::uint64_t len = plan.size();
+  rt.broadcast(std::as_writable_bytes(std::span(&len, 1)), 0);
+  plan.resize(len);
+  rt.broadcast(std::as_writable_bytes(std::span(plan)), 0);
+  std::vector<FleetPair> again_pairs;
+  {
+    std::istringstream in(plan);
+    FleetPair p;
+    while (in >> p.a >> p.b) again_pairs.push_back(p);
+  }
+  std::vector<PairFigures> again;
+  for (std::size_t k = 0; k < again_pairs.size(); ++k) {
+    const FleetStep step{-1, static_cast<int>(k), 0, {again_pairs[k]}};
+    if (progress) progress(k, again_pairs.size(), "confirming suspects");
+    const auto sides = run_step(rt, step, members, cfg_, buf, throttle, 16 * (tags++ % tag_slots));
+    if (rt.root()) {
+      StepRecords sr = step_records(step, members, names, sides, cfg_, true);
+      for (auto& rec : sr.records) done(std::move(rec));
+      for (auto& f : sr.figures) again.push_back(f);
+    }
+    stop_point(&rt);
+  }
+  Params summary;
+  if (rt.root()) {
+    if (!again_pairs.empty()) confirm_fleet(j, member_names, again, cfg_.thresholds);
+    for (const auto& f : j.findings) done(verdict_record(f));
+    std::vector<std::string> sh, sl;
+    for (int h : j.slow_hosts) sh.push_back(member_names[static_cast<std::size_t>(h)]);
+    for (const auto& l : j.slow_links)
+      sl.push_back(member_names[static_cast<std::size_t>(l.a)] + "<->" +
+                   member_names[static_cast<std::size_t>(l.b)]);
+    summary = {
+        {"reference_gbps", std::isnan(j.reference) ? 0.0 : j.reference},
+        {"expected_gbps", j.expected},
+        {"latency_us", std::isnan(j.latency_reference) ? 0.0 : j.latency_reference},
+        {"slow_hosts", fmt::format("{}", fmt::join(sh, ","))},
+        {"slow_links", fmt::format("{}", fmt::join(sl, ","))},
+        {"thresholds", fmt::format("PASS >= {:g}, WARN >= {:g}, latency WARN above {:g}x",
+                                   cfg_.thresholds.grade.warn_below,
+                                   cfg_.thresholds.grade.fail_below, cfg_.thresholds.latency_warn)},
+        {"confirmed", std::int64_t(again_pairs.size())}};
+  }
+  return r.report(*this, {"fleet", {}, params, std::move(all), std::move(summary)}, run_);
+}
+
+// ---- the table ------------------------------------------------------------------
+
+std::string FleetFamily::tables(const Report& r) const {
+  std::string out = fmt::format("\n{:<8} {:<28} {:<7} {:>10} {:>10} {:>7}  {}\n", "Check", "Where",
+                                "Verdict", "Measured", "Expected", "Ratio", "Why");
+  int counts[4] = {0, 0, 0, 0};
+  for (const Record& rec : r.results) {
+    if (!kVerdictCases.count(rec.kase)) continue;
+    const std::string v = rec.get_or(fleet_field::verdict, std::string("-"));
+    const double exp = rec.get_or(fleet_field::expected, 0.0);
+    counts[v == "PASS" ? 0 : v == "WARN" ? 1 : v == "FAIL" ? 2 : 3]++;
+    out += fmt::format(
+        "{:<8} {:<28} {:<7} {:>10.3g} {:>10} {:>7}  {}\n", rec.kase, rec.method, v,
+        rec.get_or(fleet_field::measured, 0.0),
+        exp > 0 ? fmt::format("{:.3g}", exp) : std::string("-"),
+        exp > 0 ? fmt::format("{:.2f}", rec.get_or(fleet_field::ratio, 0.0)) : std::string("-"),
+        rec.get_or(fleet_field::why, std::string()));
+  }
+  out += fmt::format("\nverdicts: {} PASS, {} WARN, {} FAIL, {} without an expected figure\n",
+                     counts[0], counts[1], counts[2], counts[3]);
+  // The matrix: GB/s from row to column, median over passes, slowest hosts first.
+  std::map<std::string, int> index;
+  std::vector<std::string> names;
+  std::map<std::pair<int, int>, std::vector<double>> cells;
+  for (const Record& rec : r.results) {
+    if (rec.kase != "send" || rec.status != Status::ok || rec.get_or(fleet_field::confirm, false))
+      continue;
+    for (const std::string& n : {rec.get_or(fleet_field::src_host, std::string()),
+                                 rec.get_or(fleet_field::dst_host, std::string())})
+      if (!index.count(n)) {
+        index[n] = static_cast<int>(names.size());
+        names.push_back(n);
+      }
+    cells[{index[rec.get_or(fleet_field::src_host, std::string())],
+           index[rec.get_or(fleet_field::dst_host, std::string())]}]
+        .push_back(rec.gbps_median);
+  }
+  if (names.size() < 2) return out;
+  const int n = static_cast<int>(names.size());
+  std::vector<std::vector<double>> g(
+      static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), kNotMeasured));
+  for (auto& [k, v] : cells)
+    g[static_cast<std::size_t>(k.first)][static_cast<std::size_t>(k.second)] =
+        robust_median(v, false);
+  std::vector<double> typical(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::vector<double> b;
+    for (int k = 0; k < n; ++k)
+      if (k != i)
+        b.push_back(std::min(g[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)],
+                             g[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]));
+    typical[static_cast<std::size_t>(i)] = robust_median(b, true);
+  }
+  std::vector<int> order(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const double x = typical[static_cast<std::size_t>(a)], y = typical[static_cast<std::size_t>(b)];
+    return (std::isnan(x) ? 0 : x) < (std::isnan(y) ? 0 : y);
+  });
+  std::size_t w = 6;
+  for (const auto& s : names) w = std::max(w, s.size());
+  out += fmt::format("\nsend GB/s, row to column (median over passes), slowest hosts first\n{:<{}}",
+                     "", w + 1);
+  for (int c : order)
+    out += fmt::format(" {:>{}}", names[static_cast<std::size_t>(c)],
+                       std::max<std::size_t>(8, names[static_cast<std::size_t>(c)].size()));
+  out += "\n";
+  for (int row : order) {
+    out += fmt::format("{:<{}}", names[static_cast<std::size_t>(row)], w + 1);
+    for (int c : order) {
+      const double x = g[static_cast<std::size_t>(row)][static_cast<std::size_t>(c)];
+      const std::size_t cw = std::max<std::size_t>(8, names[static_cast<std::size_t>(c)].size());
+      out += row == c || std::isnan(x) ? fmt::format(" {:>{}}", "-", cw)
+                                       : fmt::format(" {:>{}.3g}", x, cw);
+    }
+    out += "\n";
+  }
+  for (const auto& [k, v] : r.summary)
+    if (k == "slow_hosts" || k == "slow_links")
+      out += fmt::format("{}: {}\n", k, field_text(v).empty() ? "none" : field_text(v));
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Family> make_fleet_family() { return std::make_unique<FleetFamily>(); }
+
+}  // namespace xb

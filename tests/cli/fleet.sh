@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# fleet on one machine, its "hosts" being ranks: fleet.sh XFERBENCH MPIEXEC SCENARIO
+#
+# Five ranks under mpiexec; XFERBENCH_HOST_THROTTLE's rank entries really
+# slow what a rank sends or receives (a slow "host") or what two ranks send
+# each other (a slow "link"). Each scenario checks the exit code and the
+# JSON summary: the throttled host or link named, nobody else blamed.
+#   nofault   no throttle: exit 0, nothing named
+#   host      rank3:0.05 (both ways): slow_hosts = #3, no link
+#   receive   rank2:0.05:rx: slow_hosts = #2, its receive path
+#   link      rank1-rank2:0.05: slow_links = #1<->#2, no host
+# FLEET_REPS=N runs the scenario N times in a row (all must pass).
+set -u
+xb=$1 mpiexec=$2 scenario=$3
+reps=${FLEET_REPS:-1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL [$scenario]: $*"; tail -30 "$tmp/out"; exit 1; }
+
+case $scenario in
+  nofault) throttle="" want_rc=0 hosts="" links="" ;;
+  host) throttle=rank3:0.05 want_rc=1 hosts="#3" links="" ;;
+  receive) throttle=rank2:0.05:rx want_rc=1 hosts="#2" links="" ;;
+  link) throttle=rank1-rank2:0.05 want_rc=1 hosts="" links="#1<->#2" ;;
+  *) fail "unknown scenario" ;;
+esac
+
+for rep in $(seq "$reps"); do
+  XFERBENCH_HOST_THROTTLE=$throttle "$mpiexec" -n 5 "$xb" fleet --backend host -s 2M -n 3 \
+    --pings 50 --concurrency 1 --passes 2 --threshold 0.25 --no-census --format json \
+    -o "$tmp/f.json" >"$tmp/out" 2>&1
+  rc=$?
+  [ "$rc" = "$want_rc" ] || fail "run $rep: exit $rc, expected $want_rc"
+  python3 - "$tmp/f.json" "$hosts" "$links" "$scenario" <<'PY' || fail "run $rep: the summary is wrong"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+s = doc["summary"]
+def members(text):  # "vm#3,vm#4" -> ["#3", "#4"]; "a#1<->a#2" -> ["#1<->#2"]
+    out = []
+    for item in filter(None, text.split(",")):
+        out.append("<->".join("#" + end.rsplit("#", 1)[1] for end in item.split("<->")))
+    return ",".join(out)
+got_h, got_l = members(s["slow_hosts"]), members(s["slow_links"])
+ok = got_h == sys.argv[2] and got_l == sys.argv[3]
+if sys.argv[4] == "receive":
+    why = [r["why"] for r in doc["results"] if r["case"] == "host" and r["verdict"] == "FAIL"]
+    ok = ok and any("receive path" in w for w in why)
+sends = [r for r in doc["results"] if r["case"] == "send" and not r.get("confirm")]
+ok = ok and len(sends) == 2 * 10 * 2  # 10 pairs, both directions, 2 passes
+print(f"slow_hosts={s['slow_hosts']!r} slow_links={s['slow_links']!r} sends={len(sends)}")
+sys.exit(0 if ok else 1)
+PY
+  echo "ok [$scenario] run $rep: exit $rc"
+done
