@@ -111,21 +111,24 @@ def bar_chart(title, labels, values, ylabel):
     return fig
 
 
-def heat_map(title, matrix, n):
+def heat_map(title, matrix, n, labels=None, unit="GB/s", fmt="{:.1f}", cmap="viridis"):
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * n, 1.0 + 0.8 * n))
     vals = [[matrix.get((s, d), float("nan")) for d in range(n)] for s in range(n)]
-    im = ax.imshow(vals, cmap="viridis")
+    im = ax.imshow(vals, cmap=cmap)
     for s in range(n):
         for d in range(n):
             v = vals[s][d]
-            ax.text(d, s, "N/A" if math.isnan(v) else f"{v:.1f}", ha="center", va="center",
+            ax.text(d, s, "N/A" if math.isnan(v) else fmt.format(v), ha="center", va="center",
                     color="white" if not math.isnan(v) else "black", fontsize=8)
     ax.set_xticks(range(n))
     ax.set_yticks(range(n))
+    if labels:
+        ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
+        ax.set_yticklabels(labels, fontsize=7)
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
     ax.set_title(title, fontsize=9)
-    fig.colorbar(im, ax=ax, label="GB/s")
+    fig.colorbar(im, ax=ax, label=unit)
     fig.tight_layout()
     return fig
 
@@ -263,6 +266,48 @@ def charts_doctor(res):
     return [("Doctor verdicts", fig)]
 
 
+FLEET_VERDICTS = ("fleet", "census", "host", "link", "latency")
+
+
+def charts_fleet(res):
+    """Heatmaps of the pair matrix: send GB/s, one-way latency, CV (median over passes)."""
+    meas = [r for r in ok(res) if r["case"] in ("send", "pingpong") and not r.get("confirm")]
+    if not meas:
+        return []
+    names = {}
+    for r in meas:
+        names.setdefault(r["src"], r.get("src_host", str(r["src"])))
+        names.setdefault(r["dst"], r.get("dst_host", str(r["dst"])))
+    ranks = sorted(names)
+    pos = {k: i for i, k in enumerate(ranks)}
+    labels = [names[k] for k in ranks]
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    def matrix(case, value, both_ways=False):
+        cells = {}
+        for r in meas:
+            if r["case"] != case:
+                continue
+            a, b = pos[r["src"]], pos[r["dst"]]
+            cells.setdefault((a, b), []).append(value(r))
+            if both_ways:
+                cells.setdefault((b, a), []).append(value(r))
+        return {k: median(v) for k, v in cells.items()}
+
+    n = len(ranks)
+    out = [("fleet: send GB/s, row to column", heat_map("send GB/s (median over passes)", matrix("send", gbps), n, labels))]
+    lat = matrix("pingpong", lambda r: r["time_us"]["median"], True)
+    if lat:
+        out.append(("fleet: one-way latency", heat_map("8-byte one-way latency, us (p50)", lat, n, labels, "us",
+                                                       "{:.1f}", "viridis_r")))
+    out.append(("fleet: send CV", heat_map("send CV (spread of the transfers)", matrix("send", lambda r: r["time_us"]["cv"]),
+                                           n, labels, "CV", "{:.2f}", "magma_r")))
+    return out
+
+
 def charts_time(res, cmd):
     """A monitoring run (--duration/--cycles): each measurement's figure against time."""
     rs = [r for r in ok(res) if "t_unix" in r]
@@ -295,7 +340,8 @@ def charts(doc):
     if any("t_unix" in r for r in ok(res)):
         return charts_time(res, cmd)
     fn = {"copy": charts_copy, "remote": charts_remote, "coll": charts_coll, "engine": charts_engine,
-          "kv": charts_kv, "gemm-ar": charts_gemm_ar, "doctor": charts_doctor}.get(cmd)
+          "kv": charts_kv, "gemm-ar": charts_gemm_ar, "doctor": charts_doctor,
+          "fleet": charts_fleet}.get(cmd)
     figs = fn(res) if fn else []
     if not figs and ok(res):  # anything else: one bar per record
         rs = ok(res)
@@ -379,12 +425,19 @@ def verdict_counts(res):
 def doctor_section(path, doc):
     """The verdicts of one doctor file: count, headline figures, then the table. Goes first on the page."""
     res, env, params = doc["results"], doc.get("env", {}), doc.get("params", {})
+    cmd = doc.get("command", "doctor")
+    if cmd == "fleet":
+        res = [r for r in res if r.get("case") in FLEET_VERDICTS]
     count, worst = verdict_counts(res)
     what = " · ".join(str(x) for x in (
         f"backend {env['backend']}" if env.get("backend") else None,
         f"{len(env['devices'])} device{'s' if len(env['devices']) != 1 else ''}" if isinstance(env.get("devices"), list) else None,
         env.get("host"), params.get("depth")) if x)
-    out = [f'<section class="doctor"><h2>doctor verdicts · {html.escape(path)}</h2>']
+    out = [f'<section class="doctor"><h2>{html.escape(cmd)} verdicts · {html.escape(path)}</h2>']
+    summary = doc.get("summary", {})
+    if cmd == "fleet" and summary:
+        named = " · ".join(f"{k}: {summary.get(k) or 'none'}" for k in ("slow_hosts", "slow_links"))
+        out.append(f'<p class="fleet-named">{html.escape(named)}</p>')
     if what:
         out.append(f'<p class="doctor-env">{html.escape(what)}</p>')
     out.append(f'<p class="verdict-count worst-{worst}">{html.escape(count)}</p>')
@@ -430,7 +483,7 @@ def report(out, inputs):
     # doctor's verdicts first: what is wrong before how fast.
     top, n_verdicts = [], 0
     for path, doc in docs:
-        if doc.get("command") == "doctor":
+        if doc.get("command") in ("doctor", "fleet"):
             text, n = doctor_section(path, doc)
             top.append(text)
             n_verdicts += n

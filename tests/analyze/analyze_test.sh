@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # plot, report and compare on real result files of every command.
-#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | doctor_report | compare | bad_input | min_bw | v1_files)
+#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | doctor_report | fleet_report | compare | bad_input | min_bw | v1_files)
 set -u
 xb=$1; mpiexec=$2; scenario=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -70,6 +70,28 @@ report)
   shown=$(grep -o 'data-charts="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
   [ "$shown" = "$expected" ] || fail "chromium shows ${shown:-no} charts of $expected"
   [ "$(attr data-verdicts-first "$tmp/dom.html")" = none ] || fail "a verdict table without a doctor file"
+  ;;
+fleet_report)
+  # fleet's page: its verdicts first (slow host named), then the heatmaps of the pair matrix.
+  need_matplotlib
+  command -v chromium >/dev/null || skip "no chromium here to open the report in"
+  XFERBENCH_HOST_THROTTLE=rank3:0.05 "$mpiexec" -n 5 "$xb" fleet --backend host -s 2M -n 3 --pings 20 \
+    --passes 2 --concurrency 1 --threshold 0.25 --no-census --format json -o "$tmp/fleet.json" -q >"$tmp/fleet.log" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] && [ -s "$tmp/fleet.json" ] || fail "fleet: exit $rc, expected 1 (rank 3 throttled)"
+  "$xb" report "$tmp/fleet.json" -o "$tmp/report.html" 2>"$tmp/report.log" || fail "report"
+  [ -s "$tmp/report.log" ] && fail "report printed on stderr"
+  rows=$("$py" -c 'import json,sys; print(sum(r["case"] in ("fleet","census","host","link","latency") for r in json.load(open(sys.argv[1]))["results"]))' "$tmp/fleet.json")
+  [ "$(attr data-expected-verdict-rows "$tmp/report.html")" = "$rows" ] || fail "expected $rows verdict rows"
+  grep -q "slow_hosts: [^ <]*#3" "$tmp/report.html" || fail "the page does not name the slow host"
+  for c in "fleet: send GB/s, row to column" "fleet: one-way latency" "fleet: send CV"; do
+    grep -q "<figcaption>$c</figcaption>" "$tmp/report.html" || fail "no heatmap '$c'"
+  done
+  expected=$(attr data-expected-charts "$tmp/report.html")
+  in_chromium "$tmp/report.html"
+  [ "$(attr data-charts "$tmp/dom.html")" = "$expected" ] || fail "chromium shows $(attr data-charts "$tmp/dom.html") charts of $expected"
+  [ "$(attr data-verdict-rows "$tmp/dom.html")" = "$rows" ] || fail "chromium shows $(attr data-verdict-rows "$tmp/dom.html") verdict rows of $rows"
+  [ "$(attr data-verdicts-first "$tmp/dom.html")" = yes ] || fail "in chromium the verdict table is not before the first chart"
   ;;
 doctor_report)
   # doctor's verdicts open the report: the table comes before the first chart, whatever the file order.
