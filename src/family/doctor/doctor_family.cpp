@@ -39,14 +39,6 @@
 namespace xb {
 namespace {
 
-namespace doctor_field {
-inline constexpr FieldKey<std::string> verdict{"verdict"};
-inline constexpr FieldKey<double> measured{"measured"};
-inline constexpr FieldKey<double> expected{"expected"};
-inline constexpr FieldKey<double> ratio{"ratio"};
-inline constexpr FieldKey<std::string> unit{"unit"};
-inline constexpr FieldKey<std::string> why{"why"};
-}  // namespace doctor_field
 
 const std::vector<std::string> kChecks = {"bandwidth", "link",    "direction", "duplex",
                                           "numa",      "devices", "pairs",     "latency",
@@ -919,23 +911,6 @@ std::vector<Finding> cross_rank(int ranks, const std::string& backend, double re
   return out;
 }
 
-Record to_record(const Finding& f, Bytes size) {
-  Record r;
-  r.kase = f.check;
-  r.method = f.where;
-  r.bytes = size;
-  if (f.verdict == Verdict::fail) {
-    r.status = Status::failed;
-    r.reason = f.why;
-  }
-  r.set(doctor_field::verdict, std::string(to_string(f.verdict)));
-  r.set(doctor_field::measured, f.measured);
-  r.set(doctor_field::expected, f.expected);
-  r.set(doctor_field::ratio, f.ratio());
-  r.set(doctor_field::unit, f.unit);
-  r.set(doctor_field::why, f.why);
-  return r;
-}
 
 class DoctorFamily final : public Family {
  public:
@@ -1105,7 +1080,7 @@ Examples:
                    {"other_cores", doc.load().other_cores}},
                   {},
                   {}};
-    for (const Finding& f : findings) report.results.push_back(to_record(f, plan.size));
+    for (const Finding& f : findings) report.results.push_back(finding_record(f, plan.size));
     return report_once(*this, std::move(report), run_, out);
   }
 
@@ -1119,6 +1094,25 @@ Examples:
 }  // namespace
 
 std::unique_ptr<Family> make_doctor_family() { return std::make_unique<DoctorFamily>(); }
+
+Record finding_record(const Finding& f, Bytes size) {
+  Record r;
+  r.kase = f.check;
+  r.method = f.where;
+  r.bytes = size;
+  if (f.verdict == Verdict::fail) {
+    r.status = Status::failed;
+    r.reason = f.why;
+  }
+  r.set(doctor_field::verdict, std::string(to_string(f.verdict)));
+  r.set(doctor_field::measured, f.measured);
+  r.set(doctor_field::expected, f.expected);
+  r.set(doctor_field::ratio, f.ratio());
+  r.set(doctor_field::unit, f.unit);
+  r.set(doctor_field::why, f.why);
+  return r;
+}
+
 
 std::vector<Finding> doctor_census(Backend& backend, const Progress& progress) {
   const std::set<std::string> checks = {"bandwidth", "link", "direction", "duplex",

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/record.hpp"
 #include "core/sweep.hpp"
 #include "family/doctor/doctor_checks.hpp"
 #include "family/family.hpp"
@@ -14,6 +15,20 @@ namespace xb {
 class Backend;
 
 std::unique_ptr<Family> make_doctor_family();
+
+// The fields of a verdict record (doctor's rows, fleet's findings).
+namespace doctor_field {
+inline constexpr FieldKey<std::string> verdict{"verdict"};
+inline constexpr FieldKey<double> measured{"measured"};
+inline constexpr FieldKey<double> expected{"expected"};
+inline constexpr FieldKey<double> ratio{"ratio"};
+inline constexpr FieldKey<std::string> unit{"unit"};
+inline constexpr FieldKey<std::string> why{"why"};
+}  // namespace doctor_field
+
+// A finding as a record: case = check, method = where, the verdict fields;
+// a FAIL is a failed record (its why the reason), so exit codes follow.
+Record finding_record(const Finding& f, Bytes size);
 
 // doctor's local checks at the --quick depth (copies of every device and
 // direction, links, NUMA, devices and pairs; no ranks, no engine), for

@@ -33,12 +33,6 @@ inline constexpr FieldKey<std::int64_t> pass{"pass"};
 inline constexpr FieldKey<std::int64_t> round{"round"};
 inline constexpr FieldKey<std::int64_t> concurrency{"concurrency"};  // pairs at once; 0: all
 inline constexpr FieldKey<bool> confirm{"confirm"};  // a confirmation re-measurement
-inline constexpr FieldKey<std::string> verdict{"verdict"};
-inline constexpr FieldKey<double> measured{"measured"};
-inline constexpr FieldKey<double> expected{"expected"};
-inline constexpr FieldKey<double> ratio{"ratio"};
-inline constexpr FieldKey<std::string> unit{"unit"};
-inline constexpr FieldKey<std::string> why{"why"};
 }  // namespace fleet_field
 
 const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency"};
@@ -74,22 +68,7 @@ std::vector<std::string> labels_of(const std::vector<std::string>& hosts) {
   return out;
 }
 
-Record verdict_record(const Finding& f) {
-  Record r;
-  r.kase = f.check;
-  r.method = f.where;
-  if (f.verdict == Verdict::fail) {
-    r.status = Status::failed;
-    r.reason = f.why;
-  }
-  r.set(fleet_field::verdict, std::string(to_string(f.verdict)));
-  r.set(fleet_field::measured, f.measured);
-  r.set(fleet_field::expected, f.expected);
-  r.set(fleet_field::ratio, f.ratio());
-  r.set(fleet_field::unit, f.unit);
-  r.set(fleet_field::why, f.why);
-  return r;
-}
+Record verdict_record(const Finding& f) { return finding_record(f, 0); }
 
 // ---- the census -------------------------------------------------------------
 
@@ -275,12 +254,12 @@ class FleetFamily final : public Family {
         .add(fleet_field::concurrency, FieldRole::info,
              "pairs measured at once (0: the whole round)")
         .add(fleet_field::confirm, FieldRole::info, "a suspect re-measured alone")
-        .add(fleet_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")
-        .add(fleet_field::measured, FieldRole::metric, "the figure judged, in `unit`")
-        .add(fleet_field::expected, FieldRole::metric, "what it is held against; 0: none")
-        .add(fleet_field::ratio, FieldRole::metric, "measured / expected")
-        .add(fleet_field::unit, FieldRole::info, "GB/s, us, hosts")
-        .add(fleet_field::why, FieldRole::info, "one sentence: why, and where to look");
+        .add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")
+        .add(doctor_field::measured, FieldRole::metric, "the figure judged, in `unit`")
+        .add(doctor_field::expected, FieldRole::metric, "what it is held against; 0: none")
+        .add(doctor_field::ratio, FieldRole::metric, "measured / expected")
+        .add(doctor_field::unit, FieldRole::info, "GB/s, us, hosts")
+        .add(doctor_field::why, FieldRole::info, "one sentence: why, and where to look");
   }
   std::string name() const override { return "fleet"; }
   std::string summary() const override {
@@ -581,20 +560,21 @@ std::string FleetFamily::tables(const Report& r) const {
   int counts[4] = {0, 0, 0, 0};
   for (const Record& rec : r.results) {
     if (!kVerdictCases.count(rec.kase)) continue;
-    const std::string v = rec.get_or(fleet_field::verdict, std::string("-"));
-    const double exp = rec.get_or(fleet_field::expected, 0.0);
+    const std::string v = rec.get_or(doctor_field::verdict, std::string("-"));
+    const double exp = rec.get_or(doctor_field::expected, 0.0);
     counts[v == "PASS" ? 0 : v == "WARN" ? 1 : v == "FAIL" ? 2 : 3]++;
     out += fmt::format(
         "{:<8} {:<28} {:<7} {:>10.3g} {:>10} {:>7}  {}\n", rec.kase, rec.method, v,
-        rec.get_or(fleet_field::measured, 0.0),
+        rec.get_or(doctor_field::measured, 0.0),
         exp > 0 ? fmt::format("{:.3g}", exp) : std::string("-"),
-        exp > 0 ? fmt::format("{:.2f}", rec.get_or(fleet_field::ratio, 0.0)) : std::string("-"),
-        rec.get_or(fleet_field::why, std::string()));
+        exp > 0 ? fmt::format("{:.2f}", rec.get_or(doctor_field::ratio, 0.0)) : std::string("-"),
+        rec.get_or(doctor_field::why, std::string()));
   }
   out += fmt::format("\nverdicts: {} PASS, {} WARN, {} FAIL, {} without an expected figure\n",
                      counts[0], counts[1], counts[2], counts[3]);
   for (const Record& rec : r.results)
-    if (rec.status == Status::waived) out += fmt::format("waived: {} ({}): {}\n", rec.kase, rec.method, rec.reason);
+    if (rec.status == Status::waived)
+      out += fmt::format("waived: {} ({}): {}\n", rec.kase, rec.method, rec.reason);
   // The matrix: GB/s from row to column, median over passes, slowest hosts first.
   std::map<std::string, int> index;
   std::vector<std::string> names;
