@@ -319,10 +319,7 @@ class MpiRuntime final : public Runtime {
         std::fprintf(stderr, "xferbench: warning: no liveness watch: %s\n", e.what());
       }
     }
-    std::uint64_t len = contact.size();
-    broadcast(std::as_writable_bytes(std::span(&len, 1)), 0);
-    contact.resize(len);
-    broadcast(std::as_writable_bytes(std::span(contact)), 0);
+    contact = broadcast_text(std::move(contact), 0);
     if (rank_ == 0 || contact.empty()) return;
     const std::string why = live_->connect(contact);
     if (!why.empty())

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -19,6 +20,14 @@ std::string Runtime::agree(const std::string& local_error) {
   for (const auto& e : allgather(local_error))
     if (!e.empty()) return e;
   return {};
+}
+
+std::string Runtime::broadcast_text(std::string text, int root) {
+  std::uint64_t len = text.size();
+  broadcast(std::as_writable_bytes(std::span(&len, 1)), root);
+  text.resize(len);
+  broadcast(std::as_writable_bytes(std::span(text)), root);
+  return text;
 }
 
 bool launched_by_mpiexec() {

@@ -93,6 +93,8 @@ class Runtime {
   // Collective: the first non-empty `local_error` over the ranks (rank
   // order), on every rank, so all ranks take the same branch.
   std::string agree(const std::string& local_error);
+  // Collective: `root`'s string, on every rank.
+  std::string broadcast_text(std::string text, int root);
   bool root() const { return rank() == 0; }
 
  private:

@@ -507,10 +507,7 @@ int FleetFamily::run(const Invocation& inv) {
     j = judge_fleet(m, member_names, expected, note, cfg_.thresholds);
     for (const auto& p : confirmation_pairs(j)) plan += fmt::format("{} {} ", p.a, p.b);
   }
-  std::uint64_t len = plan.size();
-  rt.broadcast(std::as_writable_bytes(std::span(&len, 1)), 0);
-  plan.resize(len);
-  rt.broadcast(std::as_writable_bytes(std::span(plan)), 0);
+  plan = rt.broadcast_text(std::move(plan), 0);
   std::vector<FleetPair> again_pairs;
   {
     std::istringstream in(plan);
@@ -578,36 +575,25 @@ std::string FleetFamily::tables(const Report& r) const {
   // The matrix: GB/s from row to column, median over passes, slowest hosts first.
   std::map<std::string, int> index;
   std::vector<std::string> names;
-  std::map<std::pair<int, int>, std::vector<double>> cells;
+  std::vector<PairFigures> sends;  // one direction each
+  const auto index_of = [&](const std::string& name) {
+    const auto [it, added] = index.try_emplace(name, static_cast<int>(names.size()));
+    if (added) names.push_back(name);
+    return it->second;
+  };
   for (const Record& rec : r.results) {
     if (rec.kase != "send" || rec.status != Status::ok || rec.get_or(fleet_field::confirm, false))
       continue;
-    for (const std::string& n : {rec.get_or(fleet_field::src_host, std::string()),
-                                 rec.get_or(fleet_field::dst_host, std::string())})
-      if (!index.count(n)) {
-        index[n] = static_cast<int>(names.size());
-        names.push_back(n);
-      }
-    cells[{index[rec.get_or(fleet_field::src_host, std::string())],
-           index[rec.get_or(fleet_field::dst_host, std::string())]}]
-        .push_back(rec.gbps_median);
+    PairFigures f{index_of(rec.get_or(fleet_field::src_host, std::string())),
+                  index_of(rec.get_or(fleet_field::dst_host, std::string()))};
+    f.ab = rec.gbps_median;
+    sends.push_back(f);
   }
   if (names.size() < 2) return out;
   const int n = static_cast<int>(names.size());
-  std::vector<std::vector<double>> g(
-      static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), kNotMeasured));
-  for (auto& [k, v] : cells)
-    g[static_cast<std::size_t>(k.first)][static_cast<std::size_t>(k.second)] =
-        robust_median(v, false);
-  std::vector<double> typical(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    std::vector<double> b;
-    for (int k = 0; k < n; ++k)
-      if (k != i)
-        b.push_back(std::min(g[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)],
-                             g[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]));
-    typical[static_cast<std::size_t>(i)] = robust_median(b, true);
-  }
+  const FleetMatrix m = fleet_matrix(n, sends);
+  const auto& g = m.send;
+  const std::vector<double> typical = host_typicals(m);
   std::vector<int> order(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {

@@ -89,6 +89,17 @@ double pair_figure(const FleetMatrix& m, int i, int j) {
   return std::min(x, y);
 }
 
+std::vector<double> host_typicals(const FleetMatrix& m) {
+  std::vector<double> out;
+  for (int i = 0; i < m.n; ++i) {
+    std::vector<double> b;
+    for (int k = 0; k < m.n; ++k)
+      if (k != i) b.push_back(pair_figure(m, i, k));
+    out.push_back(robust_median(b, true));
+  }
+  return out;
+}
+
 FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>& names,
                            double expected_gbps, const std::string& expected_note,
                            const FleetThresholds& t) {
@@ -96,16 +107,15 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
   const int n = m.n;
   j.expected = expected_gbps;
   auto& rows = j.findings;
+  j.typical = host_typicals(m);
   for (int i = 0; i < n; ++i) {
-    std::vector<double> b, tx, rx, lat;
+    std::vector<double> tx, rx, lat;
     for (int k = 0; k < n; ++k) {
       if (k == i) continue;
-      b.push_back(pair_figure(m, i, k));
       tx.push_back(at(m.send, i, k));
       rx.push_back(at(m.send, k, i));
       lat.push_back(at(m.p50, i, k));
     }
-    j.typical.push_back(robust_median(b, true));
     j.tx.push_back(robust_median(tx, true));
     j.rx.push_back(robust_median(rx, true));
     j.latency.push_back(robust_median(lat, false));

@@ -51,6 +51,9 @@ FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures);
 // The pair figure B(i,j): min(send[i][j], send[j][i]); NaN when unmeasured.
 double pair_figure(const FleetMatrix& m, int i, int j);
 
+// Each member's typical figure m(i): the upper median of B(i,j) over its partners.
+std::vector<double> host_typicals(const FleetMatrix& m);
+
 // Median of the values that are not NaN; `upper` takes the higher of the
 // two middle values of an even count, else the lower; NaN for none.
 double robust_median(std::vector<double> values, bool upper);
