@@ -293,7 +293,12 @@ class FleetFamily final : public Family {
                    "pairs measured at once: all (a whole round), or K (1 separates a link's "
                    "capacity from contention)")
         ->default_str("all");
-    app.add_option("--seed", cfg_.seed, "the shuffle's seed (default 1)");
+    app.add_option("--seed", cfg_.seed, "the shuffle's seed (default 1)")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+              return !v.empty() && v[0] == '-' ? std::string("give a seed >= 0") : std::string();
+            },
+            "SEED"));
     app.add_option("--threshold", cfg_.thresholds.grade.fail_below,
                    "FAIL below this ratio to the reference (default 0.5; WARN below 0.8)")
         ->check(CLI::Range(0.01, 0.99));
@@ -357,6 +362,9 @@ int FleetFamily::run(const Invocation& inv) {
   cfg_.pair.check = !run_.no_check;
   cfg_.census = !no_census_;
   cfg_.exclude = split_list(exclude_);
+  if (!exclude_.empty() && (exclude_.front() == ',' || exclude_.back() == ',' ||
+                            exclude_.find(",,") != std::string::npos))
+    throw UsageError(fmt::format("--exclude '{}': an empty item (give HOST[,HOST...])", exclude_));
   cfg_.thresholds.grade.warn_below = std::max(0.8, cfg_.thresholds.grade.fail_below);
   const std::vector<host::Throttle> throttle = [] {
     const char* t = std::getenv("XFERBENCH_HOST_THROTTLE");
