@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Side by side, in one invocation: `xferbench copy --backend cuda` and
-# nvbandwidth (v0.8, built by ../shared/peers/build.sh) on the same buffer
-# size: h2d and d2h by copy engine (dma) and by SM kernels (core, direct with
-# --tile 0, as nvbandwidth's kernels are; the staged kernel is shown beside),
-# d2d (`copy -t d2d` against `device_local_copy`), and with 2 or more GPUs the
-# p2p matrices (dma against the CE write case, core against the SM write
-# case). Prints GB/s of both and the ratio xferbench/nvbandwidth; the target
-# is >= 0.97 in every case. Where no GPU is usable it prints
-# `waived: <reason>` and exits 0.
+# Side by side, in one invocation: every nvbandwidth (v0.8) bandwidth testcase
+# and the xferbench copy pattern that measures the same thing, on the same
+# buffer size, with `xferbench copy --backend cuda`. The mapping is the table
+# MAP below (the README lists it): copy engine (CE) cases against --method
+# dma, SM cases against --method core --tile 0 (direct loads and stores, as
+# nvbandwidth's kernels are; the staged kernel is shown beside where it
+# differs). Each cell of nvbandwidth's matrix is compared with xferbench's
+# record for that device or pair (for all_to_one and one_to_all, the sum into
+# or out of the one device: `_total`). nvbandwidth's SUM line adds the cells;
+# xferbench's `_total` of all_to_host and host_to_all counts every byte over
+# the time to the last copy's end, so those sums are not compared. Prints
+# GB/s of both and the ratio xferbench/nvbandwidth; the target is >= 0.97 in
+# every case. Cases that need more GPUs than there are are skipped, named;
+# the latency testcases belong to `xferbench latency`. Where no GPU is usable
+# it prints `waived: <reason>` and exits 0.
 #
 #   bench/cuda_vs_nvbandwidth.sh PEER_DIR [XFERBENCH] [MIB] [ITERS]
 #   (defaults: build/default/xferbench, 512 MiB = nvbandwidth's default, 20)
@@ -22,65 +28,99 @@ iters=${4:-20}
 [ -x "$peers/nvbandwidth" ] || { echo "no nvbandwidth in $peers (../shared/peers/build.sh $peers)"; exit 2; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cases="host_to_device_memcpy_ce device_to_host_memcpy_ce host_to_device_memcpy_sm
-       device_to_host_memcpy_sm device_local_copy"
-[ "$gpus" -ge 2 ] && cases="$cases device_to_device_memcpy_write_ce device_to_device_memcpy_write_sm"
+# testcase | min GPUs | xferbench -t and options (without --method) | record case | matrix: row col of the figure
+MAP="host_to_device_memcpy|1|-t h2d|h2d|host d
+device_to_host_memcpy|1|-t d2h|d2h|d host
+host_to_device_bidirectional_memcpy|1|-t h2d --bidir|host_bidir|host d
+device_to_host_bidirectional_memcpy|1|-t d2h --bidir|host_bidir|d host
+all_to_host_memcpy|1|-t all_to_host|all_to_host|d host
+all_to_host_bidirectional_memcpy|1|-t all_to_host --bidir|all_host_bidir|d host
+host_to_all_memcpy|1|-t host_to_all|host_to_all|host d
+host_to_all_bidirectional_memcpy|1|-t host_to_all --bidir|all_host_bidir|host d
+device_to_device_memcpy_write|2|-t p2p|p2p|s d
+device_to_device_memcpy_read|2|-t p2p --p2p-op read|p2p_read|s d
+device_to_device_bidirectional_memcpy_write|2|-t p2p --bidir|p2p_bidir|s d
+device_to_device_bidirectional_memcpy_read|2|-t p2p --bidir --p2p-op read|p2p_read_bidir|s d
+all_to_one_write|2|-t all_to_one|all_to_one_total|all d
+all_to_one_read|2|-t all_to_one --p2p-op read|all_to_one_read_total|all d
+one_to_all_write|2|-t one_to_all|one_to_all_total|s all
+one_to_all_read|2|-t one_to_all --p2p-op read|one_to_all_read_total|s all"
+echo "$MAP" > "$tmp/map"
+names=""; n=0
+while IFS='|' read -r name need opts kase where; do
+  if [ "$gpus" -lt "$need" ]; then echo "skipped: ${name}_{ce,sm} needs $need GPUs, this machine has $gpus"; continue; fi
+  names="$names ${name}_ce ${name}_sm"
+  n=$((n + 1))
+  x() { # shellcheck disable=SC2086
+    "$xb" copy --backend cuda -s "${mib}M" -w 3 -n "$iters" --format json -q $opts "$@"; }
+  x --method dma -o "$tmp/$n.ce.json"
+  x --method core --tile 0 -o "$tmp/$n.sm.json"
+  if [ "$kase" = h2d ] || [ "$kase" = d2h ]; then x --method core -o "$tmp/$n.staged.json"; fi
+  echo "$n|$name|$kase|$where" >> "$tmp/runs"
+done < "$tmp/map"
 # shellcheck disable=SC2086
-"$peers/nvbandwidth" -j -b "$mib" -t $cases > "$tmp/nvb.json"
-x() { "$xb" copy --backend cuda -s "${mib}M" -w 3 -n "$iters" --format json -q "$@"; }
-x -d 0 -t h2d,d2h,d2d --method dma -o "$tmp/xb_dma.json"
-x -d 0 -t h2d,d2h --method core --tile 0 -o "$tmp/xb_direct.json"
-x -d 0 -t h2d,d2h,d2d --method core -o "$tmp/xb_staged.json"
-[ "$gpus" -ge 2 ] && x -t p2p --method dma -o "$tmp/xb_p2p_dma.json"
-[ "$gpus" -ge 2 ] && x -t p2p --method core --tile 0 -o "$tmp/xb_p2p_core.json"
+"$peers/nvbandwidth" -j -b "$mib" -t $names device_local_copy > "$tmp/nvb.json"
+"$xb" copy --backend cuda -s "${mib}M" -w 3 -n "$iters" --format json -q -t d2d -d 0 --method dma -o "$tmp/d2d.ce.json"
 
 "$py" - "$tmp" "$gpus" "$mib" <<'PY'
 import json, os, sys
 tmp, gpus, mib = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 nvb = {t["name"]: t for t in json.load(open(f"{tmp}/nvb.json"))["nvbandwidth"]["testcases"]}
 
-def cell(name, row, col):
+def peer(name, row, col):
     t = nvb.get(name)
     if not t or t.get("status") != "Passed":
         return None
-    v = t["bandwidth_matrix"][row][col]
+    try:
+        v = t["bandwidth_matrix"][row][col]
+    except IndexError:
+        return None
     return None if v == "N/A" else float(v)
 
-def gpu0(name):  # host<->GPU and local cases are one row of GPUs: GPU 0 is [0][0]
-    return cell(name, 0, 0)
+def load(path):
+    return json.load(open(path))["results"] if os.path.exists(path) else []
 
-def xb(file, kase, src=None, dst=None):
-    path = f"{tmp}/{file}"
-    if not os.path.exists(path):
-        return None
-    for r in json.load(open(path))["results"]:
-        if r["case"] == kase and r["status"] == "ok" and (src is None or (r["src"], r["dst"]) == (src, dst)):
+def mine(recs, kase, src, dst):
+    for r in recs:
+        if r["case"] == kase and r["status"] == "ok" and (r["src"], r["dst"]) == (src, dst):
             return r["gbps"]["median"]
     return None
 
-rows = [("h2d CE", gpu0("host_to_device_memcpy_ce"), xb("xb_dma.json", "h2d"), None),
-        ("d2h CE", gpu0("device_to_host_memcpy_ce"), xb("xb_dma.json", "d2h"), None),
-        ("h2d SM", gpu0("host_to_device_memcpy_sm"), xb("xb_direct.json", "h2d"), xb("xb_staged.json", "h2d")),
-        ("d2h SM", gpu0("device_to_host_memcpy_sm"), xb("xb_direct.json", "d2h"), xb("xb_staged.json", "d2h")),
-        ("d2d CE", gpu0("device_local_copy"), xb("xb_dma.json", "d2d"), xb("xb_staged.json", "d2d"))]
-for s in range(gpus if gpus >= 2 else 0):
-    for d in range(gpus):
-        if s != d:
-            rows.append((f"p2p {s}->{d} CE", cell("device_to_device_memcpy_write_ce", s, d),
-                         xb("xb_p2p_dma.json", "p2p", s, d), None))
-            rows.append((f"p2p {s}->{d} SM", cell("device_to_device_memcpy_write_sm", s, d),
-                         xb("xb_p2p_core.json", "p2p", s, d), None))
+# Where a figure sits: nvbandwidth's host<->device and all/one cases are one row of GPUs
+# (row 0, column = the device); p2p cases are a GPU x GPU matrix.
+def cells(where):
+    a, b = where.split()
+    if a in ("host", "all") or b in ("host", "all"):
+        for g in range(gpus):
+            src = -1 if a == "host" else -2 if a == "all" else g
+            dst = -1 if b == "host" else -2 if b == "all" else g
+            yield f"{g}", (0, g), (src, dst)
+    else:
+        for s in range(gpus):
+            for d in range(gpus):
+                if s != d:
+                    yield f"{s}->{d}", (s, d), (s, d)
+
+rows = [("device_local_copy_ce 0", peer("device_local_copy", 0, 0), mine(load(f"{tmp}/d2d.ce.json"), "d2d", 0, 0), None)]
+for line in open(f"{tmp}/runs"):
+    n, name, kase, where = line.strip().split("|")
+    for eng in ("ce", "sm"):
+        recs = load(f"{tmp}/{n}.{eng}.json")
+        staged = load(f"{tmp}/{n}.staged.json") if eng == "sm" else []
+        for label, (r, c), (src, dst) in cells(where):
+            rows.append((f"{name}_{eng} {label}", peer(f"{name}_{eng}", r, c), mine(recs, kase, src, dst),
+                         mine(staged, kase, src, dst) if staged else None))
 ok = True
 print(f"GB/s at {mib} MiB (1e9 B/s, bytes counted once); ratio = xferbench / nvbandwidth; target >= 0.97")
-print(f"{'case':<16}{'nvbandwidth':>12}{'xferbench':>11}{'ratio':>8}{'staged core':>13}")
-for name, peer, mine, staged in rows:
-    if peer is None or mine is None:
-        print(f"{name:<16}{'n/a':>12}{'n/a':>11}")
+print(f"{'case':<52}{'nvbandwidth':>12}{'xferbench':>11}{'ratio':>8}{'staged core':>13}")
+for name, theirs, ours, staged in rows:
+    if theirs is None or ours is None:
+        print(f"{name:<52}{'n/a' if theirs is None else f'{theirs:.1f}':>12}{'n/a' if ours is None else f'{ours:.1f}':>11}")
         continue
-    ratio = mine / peer
+    ratio = ours / theirs
     ok = ok and ratio >= 0.97
     extra = f"{staged:>13.1f}" if staged is not None else ""
-    print(f"{name:<16}{peer:>12.1f}{mine:>11.1f}{ratio:>8.3f}{extra}")
+    print(f"{name:<52}{theirs:>12.1f}{ours:>11.1f}{ratio:>8.3f}{extra}")
 print(f"every case >= 0.97: {'PASS' if ok else 'MISS'}")
 sys.exit(0 if ok else 1)
 PY

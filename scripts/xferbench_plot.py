@@ -45,20 +45,13 @@ def curves(records, key, x, y):
     return {k: sorted(v) for k, v in out.items()}
 
 
-# Cases in this order first (the copy family's), the rest by name.
-CASE_ORDER = ("h2d", "d2h", "d2d", "p2p", "p2p_bidir", "p2p_bidir_total", "p2p_local", "get", "put", "read", "write")
-
-
-def case_key(name):
-    return (CASE_ORDER.index(name), "") if name in CASE_ORDER else (len(CASE_ORDER), name)
-
-
 def panels_of(records, panel, key, x, y):
-    """{panel: {label: [(x, y)]}}, panels in CASE_ORDER, each curve sorted by x."""
+    """{panel: {label: [(x, y)]}}, panels in the order the file first has them (the tool's own
+    order of its cases: no list of case names here to fall out of date), each curve sorted by x."""
     out = {}
     for r in ok(records):
         out.setdefault(panel(r), {}).setdefault(key(r), []).append((x(r), y(r)))
-    return {p: {k: sorted(v) for k, v in out[p].items()} for p in sorted(out, key=case_key)}
+    return {p: {k: sorted(v) for k, v in series.items()} for p, series in out.items()}
 
 
 def panel_chart(title, panels, xlabel, ylabel, xfmt=None):
@@ -134,7 +127,7 @@ def heat_map(title, matrix, n, labels=None, unit="GB/s", fmt="{:.1f}", cmap="vir
 
 
 def ep(d):
-    return "host" if d < 0 else str(d)
+    return "all" if d == -2 else "host" if d < 0 else str(d)  # -2: the sum over a pattern's devices
 
 
 def gbps(r):
@@ -156,19 +149,22 @@ def charts_copy(res):
     if panels:
         figs.append(("Copy bandwidth", panel_chart("copy: bandwidth vs size, per case", panels, "bytes", "GB/s")))
     # --threads lists: bandwidth against cores (host) or thread blocks (cuda), per case and size.
-    threaded = [r for r in res if "threads" in r and r["case"] in ("h2d", "d2h", "d2d", "p2p")]
+    threaded = [r for r in res if "threads" in r]
     panels = panels_of(threaded, lambda r: r["case"], lambda r: f"{r['method']} {pair(r)} {size_label(r['bytes'])}",
                        lambda r: r["threads"], gbps)
     if panels:
         figs.append(("Copy bandwidth vs threads",
                      panel_chart("copy: bandwidth vs cores / thread blocks", panels, "threads (host cores, cuda blocks)",
                                  "GB/s", xfmt=str)))
-    for kase in ("p2p", "p2p_bidir_total"):
+    # Heat maps: the one-way p2p cases (push and pull) and the bidirectional sums, as they appear.
+    matrices = [k for k in dict.fromkeys(r["case"] for r in res)
+                if k.startswith("p2p") and k != "p2p_local" and (not k.endswith("_bidir"))]
+    for kase in matrices:
         for method in sorted({r["method"] for r in res if r["case"] == kase and "threads" not in r}):
             for size in sorted({r["bytes"] for r in res if r["case"] == kase and r["method"] == method}):
                 cells = {(r["src"], r["dst"]): gbps(r) for r in ok(res)
                          if r["case"] == kase and r["method"] == method and r["bytes"] == size}
-                if kase == "p2p_bidir_total":
+                if kase.endswith("_total"):
                     cells.update({(d, s): v for (s, d), v in list(cells.items())})
                 if cells:
                     n = max(max(s, d) for s, d in cells) + 1

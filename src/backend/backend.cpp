@@ -18,12 +18,17 @@ void check_range(const Buffer& b, Bytes offset, Bytes n, const char* what) {
 }
 
 void check_ops(std::span<const CopyOp> ops) {
-  for (const auto& op : ops)
+  for (const auto& op : ops) {
     if (!op.src || !op.dst || op.bytes > op.src->size() || op.bytes > op.dst->size())
       throw RuntimeError("copy larger than its buffers");
+    if (op.by && *op.by != op.src->device() && *op.by != op.dst->device())
+      throw RuntimeError(fmt::format("a copy {}->{} cannot be driven by device {}",
+                                     op.src->device(), op.dst->device(), *op.by));
+  }
 }
 
 int executing_device(const CopyOp& op) {
+  if (op.by && *op.by >= 0) return *op.by;
   if (op.src->device() >= 0) return op.src->device();
   return std::max(op.dst->device(), 0);
 }
@@ -51,8 +56,8 @@ ClockHolds Backend::clock_holds(int) const {
 }
 
 std::unique_ptr<Buffer> Backend::allocate_pinned_near(int, Bytes) {
-  throw NotSupported(fmt::format("the {} backend cannot place pinned memory on a NUMA node",
-                                 name()));
+  throw NotSupported(
+      fmt::format("the {} backend cannot place pinned memory on a NUMA node", name()));
 }
 
 Support Backend::fused_fits(Runtime&, const FusedConfig&) {

@@ -4,6 +4,7 @@
 // Optional operations answer with Support::no(reason) or throw NotSupported.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ namespace xb {
 class Communicator;        // coll/communicator.hpp
 class FusedGemmAllReduce;  // coll/fused.hpp
 struct FusedConfig;        // coll/fused.hpp
-class Runtime;       // runtime/runtime.hpp
+class Runtime;             // runtime/runtime.hpp
 
 enum class Method { dma, core };
 
@@ -58,11 +59,11 @@ class Buffer {
 // expected figures. Zero / empty: unknown on this backend or machine.
 struct LinkFacts {
   std::string pcie_current_speed, pcie_max_speed;  // sysfs text: "32.0 GT/s PCIe"
-  int pcie_width = 0, pcie_max_width = 0;           // lanes
-  double mem_clock_khz = 0;                         // device memory clock (peak)
-  int mem_bus_bits = 0;                             // device memory bus width
-  int nvlink_links = 0;                             // active NVLinks (NVML)
-  int arch_major = 0, arch_minor = 0;               // compute capability: the NVLink generation
+  int pcie_width = 0, pcie_max_width = 0;          // lanes
+  double mem_clock_khz = 0;                        // device memory clock (peak)
+  int mem_bus_bits = 0;                            // device memory bus width
+  int nvlink_links = 0;                            // active NVLinks (NVML)
+  int arch_major = 0, arch_minor = 0;              // compute capability: the NVLink generation
   std::string source;  // where the facts come from ("sysfs 0000:17:00.0, CUDA attributes")
 };
 
@@ -99,9 +100,15 @@ class Stream {
 };
 
 struct CopyOp {
+  CopyOp() = default;
+  CopyOp(const Buffer* s, Buffer* d, Bytes n, std::optional<int> driver = std::nullopt)
+      : src(s), dst(d), bytes(n), by(driver) {}
   const Buffer* src = nullptr;
   Buffer* dst = nullptr;
   Bytes bytes = 0;
+  // The device whose engine or cores execute it: one of its ends' devices
+  // (a p2p read is driven by the destination). nullopt: executing_device's rule.
+  std::optional<int> by;
 };
 
 struct CopyTiming {
@@ -186,10 +193,12 @@ class Backend {
 // Throws RuntimeError unless [offset, offset + n) lies inside `b`; `what`
 // names the operation ("copy", "write", "read").
 void check_range(const Buffer& b, Bytes offset, Bytes n, const char* what);
-// Throws RuntimeError for an op without buffers or larger than either one.
+// Throws RuntimeError for an op without buffers, larger than either one, or
+// driven by a device that is neither of its ends.
 void check_ops(std::span<const CopyOp> ops);
-// The device whose engine or cores execute a copy: the device side, the
-// source for device-to-device copies (a push, as copy engines do).
+// The device whose engine or cores execute a copy: op.by where given, else
+// the device side, the source for device-to-device copies (a push, as copy
+// engines do).
 int executing_device(const CopyOp& op);
 
 // What `list` shows about a backend that may not be usable here.

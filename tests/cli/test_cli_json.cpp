@@ -58,7 +58,7 @@ TEST(CliJson, CopyDocumentHasTheDesignSchema) {
             "devices": [{"id": "number", "name": "string", "numa": "number"}], "ranks": "number"},
     "command": "string",
     "params": {"type": "string", "method": "string", "device": "number", "src": "number",
-               "dst": "number", "bidir": "boolean", "sizes": "string", "p2p_sizes": "string",
+               "dst": "number", "bidir": "boolean", "p2p_op": "string", "sizes": "string", "p2p_sizes": "string",
                "warmup": "number", "iters": "number", "p2p_iters": "number", "threads": "number",
                "tile": "number", "host_mem": "string", "check": "boolean"},
     "results": [{"case": "string", "method": "string", "src": "number", "dst": "number",
@@ -107,6 +107,6 @@ TEST(CliJson, TopoAndListDocuments) {
     families.insert(b["family"].get<std::string>());
     copy_cases += b["family"] == "copy" ? 1 : 0;
   }
-  EXPECT_EQ(copy_cases, 4);  // h2d, d2h, d2d, p2p
+  EXPECT_EQ(copy_cases, 8);  // h2d, d2h, d2d, p2p, all_to_host, host_to_all, all_to_one, one_to_all
   EXPECT_EQ(families, (std::set<std::string>{"copy", "remote", "coll", "engine", "kv", "fleet", "gemm-ar", "doctor"}));
 }

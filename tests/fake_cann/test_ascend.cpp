@@ -19,7 +19,7 @@
 namespace xb {
 namespace {
 
-CopyConfig config(std::vector<CopyCase> cases) {
+CopyConfig config(std::vector<std::string> cases) {
   CopyConfig cfg;
   cfg.cases = std::move(cases);
   cfg.sizes = {2, 4096, (1 << 20) + 5};
@@ -49,7 +49,7 @@ TEST(Ascend, LoadsTheFakeRuntimeAndSeesItsNpus) {
 }
 
 TEST(Ascend, DmaCopiesVerifyCoreIsWaived) {
-  for (const auto& r : copy(config({CopyCase::h2d, CopyCase::d2h, CopyCase::d2d}))) {
+  for (const auto& r : copy(config({copy_case::h2d, copy_case::d2h, copy_case::d2d}))) {
     if (r.method == "core") {
       EXPECT_EQ(r.status, Status::waived);
       EXPECT_NE(r.reason.find("device kernels"), std::string::npos) << r.reason;
@@ -61,7 +61,7 @@ TEST(Ascend, DmaCopiesVerifyCoreIsWaived) {
 }
 
 TEST(Ascend, PageableHostMemoryAndP2pMatricesVerify) {
-  CopyConfig cfg = config({CopyCase::h2d, CopyCase::p2p});
+  CopyConfig cfg = config({copy_case::h2d, copy_case::p2p});
   cfg.methods = {Method::dma};
   cfg.host_mem = MemKind::pageable;
   cfg.bidir = true;
@@ -74,7 +74,7 @@ TEST(Ascend, PageableHostMemoryAndP2pMatricesVerify) {
 }
 
 TEST(Ascend, AFailingRuntimeCallFailsTheRecordsWithItsError) {
-  CopyConfig cfg = config({CopyCase::h2d});
+  CopyConfig cfg = config({copy_case::h2d});
   cfg.methods = {Method::dma};
   setenv("FAKE_ACL_FAIL", "aclrtMemcpyAsync", 1);
   const auto rs = copy(cfg);
@@ -308,7 +308,7 @@ TEST(FakeRules, FinalizeComesAfterEveryNpuIsResetAndOnlyOnce) {
 TEST(Ascend, ARunAndItsEndBreakNoRule) {
   setenv("FAKE_ASCEND_DEVICES", "4", 1);
   {
-    CopyConfig cfg = config({CopyCase::h2d, CopyCase::d2h, CopyCase::d2d, CopyCase::p2p});
+    CopyConfig cfg = config({copy_case::h2d, copy_case::d2h, copy_case::d2d, copy_case::p2p});
     cfg.methods = {Method::dma};
     cfg.bidir = true;
     for (const auto& r : copy(cfg)) EXPECT_EQ(r.status, Status::ok) << r.kase << ": " << r.reason;

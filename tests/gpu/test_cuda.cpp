@@ -25,7 +25,7 @@ std::vector<Record> copy_all(CopyConfig cfg) {
 
 CopyConfig small_config() {
   CopyConfig cfg;
-  cfg.cases = {CopyCase::h2d, CopyCase::d2h, CopyCase::d2d};
+  cfg.cases = {copy_case::h2d, copy_case::d2h, copy_case::d2d};
   cfg.sizes = {16, 4096, (1 << 20) + 3, 16 << 20};  // odd sizes take the byte tail
   cfg.p2p_sizes = {1 << 20};
   cfg.iters = cfg.p2p_iters = 3;
@@ -75,7 +75,7 @@ TEST(Cuda, CopyDirectKernelsAndFewBlocksVerify) {
 TEST(Cuda, PageableHostMemoryCoreIsWaivedDmaRuns) {
   XB_NEED_GPU();
   CopyConfig cfg = small_config();
-  cfg.cases = {CopyCase::h2d, CopyCase::d2h};
+  cfg.cases = {copy_case::h2d, copy_case::d2h};
   cfg.host_mem = MemKind::pageable;
   for (const auto& r : copy_all(cfg)) {
     if (r.method == "core") {
@@ -90,7 +90,7 @@ TEST(Cuda, PageableHostMemoryCoreIsWaivedDmaRuns) {
 TEST(Cuda, P2pRunsOrSaysWhy) {
   XB_NEED_GPU();
   CopyConfig cfg = small_config();
-  cfg.cases = {CopyCase::p2p};
+  cfg.cases = {copy_case::p2p};
   cfg.device.reset();
   cfg.bidir = true;
   auto b = make_cuda_backend();

@@ -21,7 +21,7 @@ Registry copy_registry() {
   return r;
 }
 
-CopyConfig small(std::vector<CopyCase> cases) {
+CopyConfig small(std::vector<std::string> cases) {
   CopyConfig c;
   c.cases = std::move(cases);
   c.sizes = c.p2p_sizes = {1, 4096, 100000};
@@ -78,7 +78,7 @@ class CorruptingBackend final : public Backend {
 TEST(CopyBench, EveryCaseAndMethodVerifies) {
   auto b = make_backend("host");
   const auto recs =
-      run_copy(*b, copy_registry(), small({CopyCase::h2d, CopyCase::d2h, CopyCase::d2d}));
+      run_copy(*b, copy_registry(), small({copy_case::h2d, copy_case::d2h, copy_case::d2d}));
   ASSERT_EQ(recs.size(), 3u * 2u * 3u);  // cases x methods x sizes
   for (const auto& r : recs) {
     EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;
@@ -95,7 +95,7 @@ TEST(CopyBench, EveryCaseAndMethodVerifies) {
 
 TEST(CopyBench, NoCheckLeavesVerifiedUnset) {
   auto b = make_backend("host");
-  auto cfg = small({CopyCase::d2d});
+  auto cfg = small({copy_case::d2d});
   cfg.check = false;
   for (const auto& r : run_copy(*b, copy_registry(), cfg)) EXPECT_FALSE(r.verified.has_value());
 }
@@ -103,7 +103,7 @@ TEST(CopyBench, NoCheckLeavesVerifiedUnset) {
 TEST(CopyBench, P2pMatrixWithFourDevices) {
   EnvDevices env("4");
   auto b = make_backend("host");
-  auto cfg = small({CopyCase::p2p});
+  auto cfg = small({copy_case::p2p});
   cfg.p2p_sizes = {65536};
   cfg.methods = {Method::dma};
   cfg.bidir = true;
@@ -132,7 +132,7 @@ TEST(CopyBench, P2pMatrixWithFourDevices) {
 TEST(CopyBench, P2pWithOneDeviceIsWaived) {
   auto b = make_backend("host");
   if (b->devices().size() != 1) GTEST_SKIP() << "machine has several NUMA nodes";
-  const auto recs = run_copy(*b, copy_registry(), small({CopyCase::p2p}));
+  const auto recs = run_copy(*b, copy_registry(), small({copy_case::p2p}));
   ASSERT_EQ(recs.size(), 2u * 3u);
   for (const auto& r : recs) {
     EXPECT_EQ(r.status, Status::waived);
@@ -142,7 +142,7 @@ TEST(CopyBench, P2pWithOneDeviceIsWaived) {
 
 TEST(CopyBench, VerificationCatchesACorruptedCopy) {
   CorruptingBackend b(make_backend("host"));
-  auto cfg = small({CopyCase::d2d});
+  auto cfg = small({copy_case::d2d});
   cfg.sizes = {100000};
   const auto recs = run_copy(b, copy_registry(), cfg);
   ASSERT_EQ(recs.size(), 2u);
@@ -153,19 +153,68 @@ TEST(CopyBench, VerificationCatchesACorruptedCopy) {
   }
 }
 
+// The old bench read any two-op batch as bidirectional: all_to_host on two
+// devices came out as p2p_bidir_total. Two legs one way are two legs and a sum.
+TEST(CopyBench, TwoLegsOneWayNeverMakeABidirRecord) {
+  EnvDevices env("2");
+  auto b = make_backend("host");
+  auto cfg = small({copy_case::all_to_host});
+  cfg.methods = {Method::dma};
+  const auto recs = run_copy(*b, copy_registry(), cfg);
+  ASSERT_EQ(recs.size(), 3u * 3u);  // sizes x (two legs and the sum)
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const auto& r = recs[i];
+    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;
+    EXPECT_EQ(r.kase.find("bidir"), std::string::npos) << r.kase;
+    if (i % 3 == 2) {
+      EXPECT_EQ(r.kase, "all_to_host_total");
+      EXPECT_EQ(r.src, kEveryDevice);
+      EXPECT_EQ(r.bytes, 2 * recs[i - 1].bytes);
+    } else {
+      EXPECT_EQ(r.kase, "all_to_host");
+      EXPECT_EQ(r.src, static_cast<int>(i % 3));
+      EXPECT_EQ(r.dst, -1);
+    }
+  }
+}
+
+TEST(CopyBench, TheDriverOfACopyIsOneOfItsEnds) {
+  EnvDevices env("3");
+  auto b = make_backend("host");
+  auto x = b->allocate(MemKind::device, 0, 4096);
+  auto y = b->allocate(MemKind::device, 1, 4096);
+  CopyOp op{x.get(), y.get(), 4096};
+  EXPECT_EQ(executing_device(op), 0);  // a push by default
+  op.by = 1;
+  EXPECT_EQ(executing_device(op), 1);  // a pull
+  EXPECT_NO_THROW(b->copier(Method::dma, {})->run(std::span(&op, 1)));
+  op.by = 2;
+  EXPECT_THROW(check_ops(std::span(&op, 1)), RuntimeError);
+  for (Method m : {Method::dma, Method::core})
+    EXPECT_THROW(b->copier(m, {})->run(std::span(&op, 1)), RuntimeError);
+}
+
 TEST(CopyBench, ValidationRejectsImpossibleRequests) {
   auto b = make_backend("host");
-  auto cfg = small({CopyCase::d2d});
+  auto cfg = small({copy_case::d2d});
   cfg.device = 99;
   EXPECT_THROW(validate_copy(*b, cfg), UsageError);
-  cfg = small({CopyCase::d2d});
+  cfg = small({copy_case::d2d});
   cfg.sizes = {1ULL << 50};
   EXPECT_THROW(validate_copy(*b, cfg), UsageError);
-  cfg = small({CopyCase::p2p});
+  cfg = small({copy_case::p2p});
   cfg.src = 0;
   cfg.dst = 0;
   EXPECT_THROW(validate_copy(*b, cfg), UsageError);
-  EXPECT_NO_THROW(validate_copy(*b, small({CopyCase::h2d})));
+  EXPECT_NO_THROW(validate_copy(*b, small({copy_case::h2d})));
+  if (b->devices().size() == 1) {
+    EXPECT_THROW(validate_copy(*b, small({"one_to_all"})), UsageError);
+  }
+  cfg = small({copy_case::h2d});
+  cfg.p2p_ops = {P2pOp::read};
+  EXPECT_THROW(validate_copy(*b, cfg), UsageError);
+  cfg = small({"all_to_all"});
+  EXPECT_THROW(validate_copy(*b, cfg), UsageError);
 }
 
 }  // namespace xb

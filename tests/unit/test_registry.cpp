@@ -27,7 +27,9 @@ TEST(Registry, CopyFiltersOnDeviceCount) {
   EXPECT_NE(s.reason.find("needs at least 2 devices"), std::string::npos);
   EXPECT_NE(s.reason.find("XFERBENCH_HOST_DEVICES"), std::string::npos);
   EXPECT_TRUE(r.find("copy.p2p")->filter(two).ok);
-  EXPECT_EQ(r.all().size(), 4u);
+  EXPECT_EQ(r.all().size(), copy_patterns().size());  // one case per pattern row
+  EXPECT_FALSE(r.find("copy.all_to_one")->filter(one).ok);
+  EXPECT_TRUE(r.find("copy.all_to_host")->filter(one).ok);
 }
 
 }  // namespace xb

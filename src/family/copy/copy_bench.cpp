@@ -26,9 +26,10 @@ void register_case(Registry& r, const char* key, const char* what, int min_devic
          }});
 }
 
-// The buffers of one group, sized for its largest copy.
+// The buffers of one group, sized for its largest copy: one source and one
+// destination per leg.
 struct Buffers {
-  std::vector<std::unique_ptr<Buffer>> src, dst;  // one per direction
+  std::vector<std::unique_ptr<Buffer>> src, dst;
   std::vector<std::uint64_t> seeds;
 };
 
@@ -38,21 +39,18 @@ std::unique_ptr<Buffer> alloc_end(Backend& b, const CopyConfig& cfg, int dev, By
 
 Buffers prepare(Backend& b, const CopyConfig& cfg, const CopyGroup& g, std::size_t gi, Bytes n) {
   Buffers bufs;
-  const int dirs = g.flow == Flow::bidir ? 2 : 1;
-  for (int d = 0; d < dirs; ++d) {
-    const int s = d == 0 ? g.src : g.dst;
-    const int t = d == 0 ? g.dst : g.src;
-    bufs.src.push_back(alloc_end(b, cfg, s, n));
-    bufs.dst.push_back(alloc_end(b, cfg, t, n));
-    bufs.seeds.push_back(0x9E37ULL * (gi + 1) + static_cast<std::uint64_t>(d));
+  for (std::size_t i = 0; i < g.legs.size(); ++i) {
+    bufs.src.push_back(alloc_end(b, cfg, g.legs[i].src, n));
+    bufs.dst.push_back(alloc_end(b, cfg, g.legs[i].dst, n));
+    bufs.seeds.push_back(0x9E37ULL * (gi + 1) + i);
     fill_buffer(b, *bufs.src.back(), n, bufs.seeds.back());
   }
   return bufs;
 }
 
-Record base_record(const CopyGroup& g, Method m, int src, int dst, Bytes n) {
+Record base_record(const std::string& kase, Method m, int src, int dst, Bytes n) {
   Record r;
-  r.kase = g.record_case();
+  r.kase = kase;
   r.method = to_string(m);
   r.src = src;
   r.dst = dst;
@@ -60,13 +58,19 @@ Record base_record(const CopyGroup& g, Method m, int src, int dst, Bytes n) {
   return r;
 }
 
-// Warm-up, timed iterations, verification: the records of one size.
+// The sum of a group: every leg's bytes, counted once, over the batch time.
+Record total_record(const CopyGroup& g, Method m, Bytes n) {
+  return base_record(total_case(g.kase), m, g.src, g.dst, g.legs.size() * n);
+}
+
+// Warm-up, timed iterations, verification: the records of one size, each
+// leg's and then the group's sum where it has one.
 std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, const CopyGroup& g,
                             Buffers& bufs, Bytes n) {
   std::vector<CopyOp> ops;
-  for (std::size_t d = 0; d < bufs.src.size(); ++d) {
-    if (cfg.check) poison_buffer(b, *bufs.dst[d], n);
-    ops.push_back({bufs.src[d].get(), bufs.dst[d].get(), n});
+  for (std::size_t i = 0; i < g.legs.size(); ++i) {
+    if (cfg.check) poison_buffer(b, *bufs.dst[i], n);
+    ops.push_back({bufs.src[i].get(), bufs.dst[i].get(), n, g.legs[i].by});
   }
   for (int i = 0; i < cfg.warmup; ++i) copier.run(ops);
   std::vector<std::vector<double>> per_op(ops.size());
@@ -78,11 +82,11 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
   }
   std::vector<Record> out;
   bool all_ok = true;
-  for (std::size_t d = 0; d < ops.size(); ++d) {
-    Record r = base_record(g, copier.method(), d == 0 ? g.src : g.dst, d == 0 ? g.dst : g.src, n);
-    r.set_samples(per_op[d]);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Record r = base_record(g.kase, copier.method(), g.legs[i].src, g.legs[i].dst, n);
+    r.set_samples(per_op[i]);
     if (cfg.check) {
-      const auto bad = verify_buffer(b, *bufs.dst[d], n, bufs.seeds[d]);
+      const auto bad = verify_buffer(b, *bufs.dst[i], n, bufs.seeds[i]);
       r.verified = !bad;
       if (bad) {
         r.status = Status::failed;
@@ -92,14 +96,13 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
     }
     out.push_back(std::move(r));
   }
-  if (ops.size() == 2) {  // bidir: the total of both directions, counted once each
-    Record t = base_record(g, copier.method(), g.src, g.dst, 2 * n);
-    t.kase = "p2p_bidir_total";
+  if (g.total) {
+    Record t = total_record(g, copier.method(), n);
     t.set_samples(batch);
     if (cfg.check) t.verified = all_ok;
     if (!all_ok) {
       t.status = Status::failed;
-      t.reason = "verification failed in one direction";
+      t.reason = "verification failed in one of its copies";
     }
     out.push_back(std::move(t));
   }
@@ -108,31 +111,28 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
 
 void add_unrun(std::vector<Record>& out, const CopyGroup& g, Method m, Bytes n, Status st,
                const std::string& why) {
-  const int dirs = g.flow == Flow::bidir ? 2 : 1;
-  for (int d = 0; d < dirs; ++d) {
-    Record r = base_record(g, m, d == 0 ? g.src : g.dst, d == 0 ? g.dst : g.src, n);
+  std::vector<Record> recs;
+  for (const auto& l : g.legs) recs.push_back(base_record(g.kase, m, l.src, l.dst, n));
+  if (g.legs.empty()) recs.push_back(base_record(g.kase, m, -1, -1, n));  // too few devices
+  if (g.total) recs.push_back(total_record(g, m, n));
+  for (auto& r : recs) {
     r.status = st;
     r.reason = why;
     out.push_back(std::move(r));
   }
-  if (dirs == 2) {
-    Record t = base_record(g, m, g.src, g.dst, 2 * n);
-    t.kase = "p2p_bidir_total";
-    t.status = st;
-    t.reason = why;
-    out.push_back(std::move(t));
-  }
 }
 
 Support group_support(const Backend& b, const Registry& reg, const CopyGroup& g) {
-  const auto* def = reg.find(std::string("copy.") + to_string(g.kase));
-  if (def) {
+  if (const auto* def = reg.find(std::string("copy.") + g.pattern)) {
     Support s = def->filter(b.capabilities());
     if (!s.ok) return s;
   }
-  if (g.kase == CopyCase::p2p && g.flow != Flow::local) {
-    Support s = b.peer_access(g.src, g.dst);
-    if (!s.ok) return Support::no(fmt::format("no peer access {}->{}: {}", g.src, g.dst, s.reason));
+  for (const auto& l : g.legs) {
+    if (l.src < 0 || l.dst < 0 || l.src == l.dst) continue;
+    const int by = l.by.value_or(l.src);
+    const int other = by == l.src ? l.dst : l.src;
+    Support s = b.peer_access(by, other);
+    if (!s.ok) return Support::no(fmt::format("no peer access {}->{}: {}", by, other, s.reason));
   }
   return Support::yes();
 }
@@ -199,10 +199,8 @@ std::optional<Bytes> verify_buffer(Backend& b, const Buffer& buf, Bytes n, std::
 }
 
 void register_copy(Registry& r) {
-  register_case(r, "copy.h2d", "host memory to device memory", 1);
-  register_case(r, "copy.d2h", "device memory to host memory", 1);
-  register_case(r, "copy.d2d", "within one device's memory", 1);
-  register_case(r, "copy.p2p", "device to device: uni, bidir, local reference", 2);
+  for (const auto& p : copy_patterns())
+    register_case(r, (std::string("copy.") + p.key).c_str(), p.help, p.min_devices);
 }
 
 void validate_copy(const Backend& backend, const CopyConfig& cfg) {
@@ -212,6 +210,33 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
       throw UsageError(fmt::format("{} {} out of range: the {} backend has {} device{} (0..{})",
                                    opt, d, backend.name(), n, n == 1 ? "" : "s", n - 1));
   };
+  if (cfg.cases.empty()) throw UsageError("-t needs at least one of " + pattern_names());
+  bool op = false, bidir = false, device = false, pair = false;
+  for (const auto& key : cfg.cases) {
+    const CopyPattern* p = find_pattern(key);
+    if (!p)
+      throw UsageError(fmt::format("-t: unknown copy pattern '{}' ({})", key, pattern_names()));
+    op = op || p->takes_op;
+    bidir = bidir || p->takes_bidir;
+    device = device || p->takes_device;
+    pair = pair || key == copy_case::p2p;
+    if (p->min_devices > n && key != copy_case::p2p)  // p2p on one device is waived, as before
+      throw UsageError(fmt::format("-t {} needs at least {} devices, the {} backend has {}{}", key,
+                                   p->min_devices, backend.name(), n,
+                                   backend.name() == "host"
+                                       ? " (XFERBENCH_HOST_DEVICES=N exposes N on the host backend)"
+                                       : ""));
+  }
+  const bool op_given = cfg.p2p_ops.size() != 1 || cfg.p2p_ops.front() != P2pOp::write;
+  if (op_given && !op)
+    throw UsageError("--p2p-op applies to p2p, all_to_one and one_to_all (device-to-device)");
+  if (cfg.bidir && !bidir)
+    throw UsageError("--bidir applies to h2d, d2h, p2p, all_to_host and host_to_all");
+  if (cfg.device && !device)
+    throw UsageError(
+        "-d applies to h2d, d2h, d2d, all_to_one and one_to_all (all_to_host and host_to_all "
+        "use every device)");
+  if (cfg.src && !pair) throw UsageError("--src/--dst apply to -t p2p");
   if (cfg.device) check_dev(*cfg.device, "-d");
   if (cfg.src.has_value() != cfg.dst.has_value()) throw UsageError("--src and --dst go together");
   if (cfg.src) {
@@ -223,14 +248,16 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
   if (cfg.iters < 1 || cfg.p2p_iters < 1) throw UsageError("-n must be at least 1");
   if (cfg.warmup < 0) throw UsageError("-w must not be negative");
   for (const auto& g : plan_copy(cfg, n)) {
-    if (g.kase == CopyCase::p2p && g.src < 0) continue;  // waived: nothing allocated
+    if (g.legs.empty()) continue;  // waived: nothing allocated
     const Bytes biggest = *std::max_element(g.sizes->begin(), g.sizes->end());
-    const Bytes need = g.footprint(biggest);
-    const Bytes free = backend.free_memory(MemKind::device, std::max(g.src, g.dst));
-    if (free && need > free)
-      throw UsageError(fmt::format("{} at {} needs {} of memory, only {} is available", g.label(),
-                                   format_size(biggest), format_capacity(need),
-                                   format_capacity(free)));
+    for (int d = 0; d < n; ++d) {
+      const Bytes need = g.footprint(d, biggest);
+      const Bytes free = need ? backend.free_memory(MemKind::device, d) : 0;
+      if (free && need > free)
+        throw UsageError(
+            fmt::format("{} at {} needs {} of device {}'s memory, only {} is available", g.label(),
+                        format_size(biggest), format_capacity(need), d, format_capacity(free)));
+    }
   }
 }
 

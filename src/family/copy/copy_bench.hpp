@@ -1,6 +1,7 @@
 #pragma once
-// `xferbench copy`: h2d, d2h, d2d and p2p bandwidth by the dma engine or by
-// cores, over a fixed size or a sweep (ascend-dmi --bw, nvbandwidth CE/SM).
+// `xferbench copy`: the copy patterns (copy_plan.hpp: h2d, d2h, d2d, p2p and
+// the concurrent ones) by the dma engine or by cores, over a fixed size or a
+// sweep (ascend-dmi --bw, nvbandwidth CE/SM).
 #include <functional>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/record.hpp"
 #include "core/registry.hpp"
 #include "core/sweep.hpp"
+#include "family/copy/copy_plan.hpp"
 
 namespace xb {
 
@@ -18,14 +20,13 @@ namespace copy_field {
 inline constexpr FieldKey<std::int64_t> threads{"threads"};  // cores (host) or blocks (cuda)
 }  // namespace copy_field
 
-enum class CopyCase { h2d, d2h, d2d, p2p };
-const char* to_string(CopyCase c);
-
 struct CopyConfig {
-  std::vector<CopyCase> cases{CopyCase::h2d, CopyCase::d2h, CopyCase::d2d};
-  std::optional<int> device;    // -d: one device for h2d/d2h/d2d
+  // Pattern keys (copy_patterns()), in the order they run.
+  std::vector<std::string> cases{copy_case::h2d, copy_case::d2h, copy_case::d2d};
+  std::optional<int> device;    // -d: one device (h2d/d2h/d2d, the one of all_to_one/one_to_all)
   std::optional<int> src, dst;  // --src/--dst: one p2p pair
-  bool bidir = false;           // p2p also both directions at once
+  bool bidir = false;           // also both directions at once, where the pattern has it
+  std::vector<P2pOp> p2p_ops{P2pOp::write};  // --p2p-op: who drives device-to-device copies
   std::vector<Method> methods{Method::dma, Method::core};
   std::vector<Bytes> sizes;      // h2d/d2h/d2d
   std::vector<Bytes> p2p_sizes;  // p2p (fixed by default, like ascend-dmi)
@@ -40,11 +41,13 @@ struct CopyConfig {
   MemKind host_mem = MemKind::pinned;
 };
 
-// Declares copy.h2d, copy.d2h, copy.d2d and copy.p2p with their filters.
+// Declares copy.<pattern> for every row of copy_patterns(), with its filter.
 void register_copy(Registry& registry);
 
 // Checks the config against the backend before anything runs; throws
-// UsageError for a device out of range or sizes larger than free memory.
+// UsageError for an unknown pattern, an option the patterns asked for do not
+// take, a device out of range, too few devices for all_to_one/one_to_all, or
+// sizes larger than free memory.
 void validate_copy(const Backend& backend, const CopyConfig& cfg);
 
 // A buffer's first n bytes through the backend, outside timing (staged in
@@ -54,8 +57,9 @@ void fill_buffer(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed);
 void poison_buffer(Backend& b, Buffer& buf, Bytes n);
 std::optional<Bytes> verify_buffer(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed);
 
-// Runs every case; never throws for a case that fails at run time (it
-// becomes a `failed` record). Records come in case, pair, method, size order.
+// Runs every group; never throws for one that fails at run time (it
+// becomes a `failed` record). Records come in group, method, size order,
+// each size's legs first and then the group's sum.
 std::vector<Record> run_copy(Backend& backend, const Registry& registry, const CopyConfig& cfg,
                              const Progress& progress = {});
 

@@ -13,23 +13,33 @@
 namespace xb {
 namespace {
 
-std::vector<CopyCase> parse_types(const std::string& s) {
-  std::vector<CopyCase> out;
+std::vector<std::string> parse_types(const std::string& s) {
+  std::vector<std::string> out;
   for (const auto& t : split_list(s)) {
-    CopyCase c;
-    if (t == "h2d")
-      c = CopyCase::h2d;
-    else if (t == "d2h")
-      c = CopyCase::d2h;
-    else if (t == "d2d")
-      c = CopyCase::d2d;
-    else if (t == "p2p")
-      c = CopyCase::p2p;
-    else
-      throw UsageError(fmt::format("-t: unknown copy type '{}' (h2d, d2h, d2d, p2p)", t));
-    out.push_back(c);
+    if (!find_pattern(t))
+      throw UsageError(fmt::format("-t: unknown copy pattern '{}' ({})", t, pattern_names()));
+    out.push_back(t);
   }
-  if (out.empty()) throw UsageError("-t needs at least one of h2d, d2h, d2d, p2p");
+  if (out.empty()) throw UsageError("-t needs at least one of " + pattern_names());
+  return out;
+}
+
+std::vector<P2pOp> parse_p2p_ops(const std::string& s) {
+  std::vector<P2pOp> out;
+  for (const auto& t : split_list(s)) {
+    if (t != "read" && t != "write")
+      throw UsageError(fmt::format("--p2p-op: '{}' is not read or write", t));
+    const P2pOp op = t == "read" ? P2pOp::read : P2pOp::write;
+    if (std::find(out.begin(), out.end(), op) == out.end()) out.push_back(op);
+  }
+  if (out.empty()) throw UsageError("--p2p-op needs read, write or read,write");
+  return out;
+}
+
+// "-t" help: every pattern with what it measures.
+std::string types_help() {
+  std::string out = "comma list of patterns:";
+  for (const auto& p : copy_patterns()) out += fmt::format("\n  {:<12} {}", p.key, p.help);
   return out;
 }
 
@@ -47,7 +57,7 @@ class CopyFamily final : public Family {
   }
   std::string name() const override { return "copy"; }
   std::string summary() const override {
-    return "h2d, d2h, d2d, p2p bandwidth by dma engine or by cores";
+    return "h2d, d2h, d2d, p2p and concurrent copy patterns by dma engine or by cores";
   }
   const RecordSchema& schema() const override { return schema_; }
   void cases(Registry& r) const override { register_copy(r); }
@@ -68,17 +78,25 @@ class CopyFamily final : public Family {
 
   void add_options(CLI::App& app) override {
     app.add_option_function<std::string>(
-           "-t,--type", [this](const std::string& s) { cfg_.cases = parse_types(s); },
-           "comma list of h2d, d2h, d2d, p2p")
+           "-t,--type", [this](const std::string& s) { cfg_.cases = parse_types(s); }, types_help())
+        ->type_name("LIST")
         ->default_str("h2d,d2h,d2d");
-    app.add_option("-d,--device", cfg_.device, "only this device (h2d/d2h/d2d)")
+    app.add_option("-d,--device", cfg_.device,
+                   "only this device (h2d/d2h/d2d; the one of all_to_one/one_to_all)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--src", cfg_.src, "p2p source device (with --dst)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--dst", cfg_.dst, "p2p destination device (with --src)")
         ->check(CLI::NonNegativeNumber);
     app.add_flag("--bidir", cfg_.bidir,
-                 "p2p: also both directions at once (each direction and total)");
+                 "h2d/d2h, p2p, all_to_host/host_to_all: also both directions at once (each "
+                 "direction and the total)");
+    app.add_option_function<std::string>(
+           "--p2p-op", [this](const std::string& s) { cfg_.p2p_ops = parse_p2p_ops(s); },
+           "p2p, all_to_one, one_to_all: write (the source pushes), read (the destination "
+           "pulls), or read,write (both, read records end in _read)")
+        ->type_name("OP[,OP]")
+        ->default_str("write");
     app.add_option_function<std::string>(
            "--method", [this](const std::string& m) { cfg_.methods = parse_methods(m); },
            "dma (copy engine), core (cores via staging tile), both")
@@ -118,6 +136,11 @@ Examples:
   xferbench copy -b 2 -e 1G -n 200 --format jsonl -o long.jsonl   each record on disk as it ends;
                                                   Ctrl-C keeps them (exit 130)
   xferbench copy -t p2p --bidir                   N x N matrices (XFERBENCH_HOST_DEVICES=4 on one node)
+  xferbench copy -t p2p --p2p-op read,write       the same matrix pushed by the source, pulled by
+                                                  the destination
+  xferbench copy -t all_to_host,host_to_all -s 64M
+                                                  every device at once: each device and the sum
+  xferbench copy -t h2d --bidir -d 0              h2d and d2h at once: each direction and total
   xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20
   xferbench copy --backend cuda -s 1G --tile 0    GPU: copy engines vs direct SM copy kernels)");
   }
@@ -136,9 +159,8 @@ Examples:
       report.params.emplace_back("thread_counts", join_numbers(cfg_.thread_counts));
     report.env.backend_note = chosen.note;
     out.begin(*this, report);
-    report.results = run_cycles(run_, nullptr, [&] {
-      return run_copy(backend, registry, cfg_, progress_for(run_));
-    });
+    report.results = run_cycles(
+        run_, nullptr, [&] { return run_copy(backend, registry, cfg_, progress_for(run_)); });
     return report_once(*this, std::move(report), run_, out);
   }
 
@@ -166,7 +188,9 @@ Examples:
 
   Params params() const {
     std::string types, methods;
-    for (CopyCase c : cfg_.cases) types += (types.empty() ? "" : ",") + std::string(to_string(c));
+    for (const auto& c : cfg_.cases) types += (types.empty() ? "" : ",") + c;
+    std::string ops;
+    for (P2pOp op : cfg_.p2p_ops) ops += (ops.empty() ? "" : ",") + std::string(to_string(op));
     methods = cfg_.methods.size() == 2 ? "both" : to_string(cfg_.methods.front());
     return {{"type", types},
             {"method", methods},
@@ -174,6 +198,7 @@ Examples:
             {"src", std::int64_t{cfg_.src.value_or(-1)}},
             {"dst", std::int64_t{cfg_.dst.value_or(-1)}},
             {"bidir", cfg_.bidir},
+            {"p2p_op", ops},
             {"sizes", join_numbers(cfg_.sizes)},
             {"p2p_sizes", join_numbers(cfg_.p2p_sizes)},
             {"warmup", std::int64_t{cfg_.warmup}},

@@ -1,8 +1,10 @@
-// The copy tables: ascend-dmi-style tables per case and N x N p2p matrices.
+// The copy tables: ascend-dmi-style tables per case, one table per concurrent
+// group (each leg's figure and the sum) and N x N p2p matrices.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "family/copy/copy_bench.hpp"
@@ -12,14 +14,12 @@
 namespace xb {
 namespace {
 
-std::string title_of(const std::string& kase) {
-  if (kase == "h2d") return "Host to Device Test";
-  if (kase == "d2h") return "Device to Host Test";
-  if (kase == "d2d") return "Device to Device Test";
-  return kase;
+std::string endpoint(int d) {
+  if (d == kEveryDevice) return "every device";
+  return d < 0 ? "host" : fmt::format("device {}", d);
 }
 
-std::string endpoint(int d) { return d < 0 ? "host" : fmt::format("device {}", d); }
+std::string short_end(int d) { return d < 0 ? std::string("host") : std::to_string(d); }
 
 // "core", or "core · threads 4" for the runs of a --threads list.
 std::string method_label(const Record& r) {
@@ -27,7 +27,7 @@ std::string method_label(const Record& r) {
   return t ? fmt::format("{} · threads {}", r.method, *t) : r.method;
 }
 
-bool is_p2p(const Record& r) { return r.kase.rfind("p2p", 0) == 0; }
+bool is_p2p(const Record& r) { return r.kase.rfind(copy_case::p2p, 0) == 0; }
 
 std::string check_text(const Record& r) {
   if (!r.verified) return "-";
@@ -37,7 +37,7 @@ std::string check_text(const Record& r) {
 // One ascend-dmi style table for records of the same case, pair and method.
 std::string case_table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
-  std::string out = fmt::format("\n{} ({}) · {} -> {} · method {}\n", title_of(f.kase), f.kase,
+  std::string out = fmt::format("\n{} ({}) · {} -> {} · method {}\n", case_title(f.kase), f.kase,
                                 endpoint(f.src), endpoint(f.dst), method_label(f));
   out += fmt::format("{:>12} {:>13} {:>15} {:>10} {:>12} {:>12} {:>12} {:>6} {:>5}\n",
                      "Size(Bytes)", "Execute Times", "Bandwidth(GB/s)", "Max(GB/s)", "Median(us)",
@@ -51,6 +51,41 @@ std::string case_table(const std::vector<const Record*>& rows) {
     } else {
       out += fmt::format("{:>12} {}: {}\n", r->bytes, to_string(r->status), r->reason);
     }
+  }
+  return out;
+}
+
+// A concurrent group's rows, one per size: its legs and its sum.
+struct GroupRow {
+  std::vector<const Record*> legs;
+  const Record* total = nullptr;
+};
+
+// One table per concurrent group (a pattern with a sum): each leg's GB/s
+// and the sum, all started together.
+std::string group_table(const std::vector<GroupRow>& rows) {
+  const Record& f = *rows.front().total;
+  const std::string leg_case(summed_case(f.kase));
+  const bool both_ways = leg_case.size() > 6 && leg_case.ends_with("_bidir");
+  std::string out = fmt::format("\n{} ({}) · {} {} {} at once · method {} · GB/s\n",
+                                case_title(leg_case), leg_case, endpoint(f.src),
+                                both_ways ? "<->" : "->", endpoint(f.dst), method_label(f));
+  out += fmt::format("{:>12} {:>13}", "Size(Bytes)", "Execute Times");
+  for (const Record* l : rows.front().legs)
+    out += fmt::format(" {:>10}", short_end(l->src) + "->" + short_end(l->dst));
+  out += fmt::format(" {:>10} {:>10} {:>5}\n", "Sum", "Sum Max", "Check");
+  for (const auto& row : rows) {
+    const Record& t = *row.total;
+    const Bytes per_leg = row.legs.empty() ? t.bytes : t.bytes / row.legs.size();
+    if (t.status != Status::ok && t.iters == 0) {
+      out += fmt::format("{:>12} {}: {}\n", per_leg, to_string(t.status), t.reason);
+      continue;
+    }
+    out += fmt::format("{:>12} {:>13}", per_leg, t.iters);
+    for (const Record* l : row.legs)
+      out += fmt::format(" {:>10}", l->iters ? fmt::format("{:.2f}", l->gbps_median) : "-");
+    out += fmt::format(" {:>10.2f} {:>10.2f} {:>5}\n", t.gbps_median, t.gbps_max, check_text(t));
+    if (t.status == Status::failed) out += fmt::format("{:>12} failed: {}\n", "", t.reason);
   }
   return out;
 }
@@ -83,12 +118,15 @@ std::string matrix(const std::string& title, const std::string& kase, bool symme
     out += fmt::format("{:>6}", s);
     for (int d = 0; d < n; ++d)
       out += fmt::format(" {:>10}", s == d ? "N/A" : cell(find(kase, s, d), notes));
-    if (local_col) out += fmt::format(" {:>10}", cell(find("p2p_local", s, s), notes));
+    if (local_col) out += fmt::format(" {:>10}", cell(find(copy_case::p2p_local, s, s), notes));
     out += "\n";
   }
   for (std::size_t i = 0; i < notes.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, notes[i]);
   return out;
 }
+
+// Bytes per direction of a p2p record: a sum counts both.
+Bytes per_direction(const Record& r) { return summed_case(r.kase).empty() ? r.bytes : r.bytes / 2; }
 
 std::string p2p_tables(const std::vector<const Record*>& recs) {
   std::string out;
@@ -103,32 +141,35 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
   std::vector<std::pair<std::string, Bytes>> groups;  // (method, bytes per direction)
   for (const Record* r : recs) {
     n = std::max({n, r->src + 1, r->dst + 1});
-    const Bytes per_dir = r->kase == "p2p_bidir_total" ? r->bytes / 2 : r->bytes;
-    if (std::find(groups.begin(), groups.end(), std::pair(method_label(*r), per_dir)) ==
-        groups.end())
-      groups.emplace_back(method_label(*r), per_dir);
+    const auto key = std::pair(method_label(*r), per_direction(*r));
+    if (std::find(groups.begin(), groups.end(), key) == groups.end()) groups.push_back(key);
   }
+  const std::string read = std::string(copy_case::p2p) + "_read";
   for (const auto& [method, bytes] : groups) {
     std::map<P2pKey, const Record*> cells;
-    bool bidir = false;
-    for (const Record* r : recs) {
-      const Bytes per_dir = r->kase == "p2p_bidir_total" ? r->bytes / 2 : r->bytes;
-      if (method_label(*r) != method || per_dir != bytes) continue;
-      cells[{r->kase, r->src, r->dst}] = r;
-      bidir = bidir || r->kase == "p2p_bidir";
-    }
+    for (const Record* r : recs)
+      if (method_label(*r) == method && per_direction(*r) == bytes)
+        cells[{r->kase, r->src, r->dst}] = r;
+    const auto has = [&](const std::string& k) {
+      return std::any_of(cells.begin(), cells.end(),
+                         [&](const auto& c) { return std::get<0>(c.first) == k; });
+    };
     const std::string what =
         fmt::format("method {} · {} ({} bytes) per direction", method, format_size(bytes), bytes);
-    out +=
-        "\n" + matrix("Unidirectional Peer to Peer Test · " + what + " · Bandwidth Matrix (GB/s)",
-                      "p2p", false, cells, n, true);
-    if (bidir) {
-      out += "\n" + matrix("Bidirectional Peer to Peer Test · " + what +
+    for (const std::string& base : {std::string(copy_case::p2p), read}) {
+      if (!has(base) && !has(base + "_bidir")) continue;
+      const std::string how = base == read ? " (read: the destination pulls)" : "";
+      if (has(base))
+        out += "\n" + matrix("Unidirectional Peer to Peer Test" + how + " · " + what +
+                                 " · Bandwidth Matrix (GB/s)",
+                             base, false, cells, n, true);
+      if (!has(base + "_bidir")) continue;
+      out += "\n" + matrix("Bidirectional Peer to Peer Test" + how + " · " + what +
                                " · Total Bandwidth Matrix (GB/s, both directions)",
-                           "p2p_bidir_total", true, cells, n, false);
-      out += "\n" +
-             matrix("Bidirectional Peer to Peer Test · " + what + " · S->D while D->S runs (GB/s)",
-                    "p2p_bidir", false, cells, n, false);
+                           total_case(base + "_bidir"), true, cells, n, false);
+      out += "\n" + matrix("Bidirectional Peer to Peer Test" + how + " · " + what +
+                               " · S->D while D->S runs (GB/s)",
+                           base + "_bidir", false, cells, n, false);
     }
   }
   return out;
@@ -137,20 +178,40 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
 }  // namespace
 
 std::string copy_tables(const Report& r) {
-  std::string out;
-  std::vector<std::tuple<std::string, int, int, std::string>> order;
-  std::map<std::tuple<std::string, int, int, std::string>, std::vector<const Record*>> sections;
+  // Cases with a sum: their records are legs of a concurrent group, shown
+  // with it; a group's legs come before its sum, size by size.
+  std::set<std::string> summed;
+  for (const auto& rec : r.results)
+    if (!is_p2p(rec) && !summed_case(rec.kase).empty())
+      summed.insert(std::string(summed_case(rec.kase)));
+  using Key = std::tuple<std::string, int, int, std::string>;  // case, src, dst, method
+  std::vector<Key> order;
+  std::map<Key, std::vector<const Record*>> sections;
+  std::map<Key, std::vector<GroupRow>> group_rows;
+  std::map<std::pair<std::string, std::string>, std::vector<const Record*>> pending;
   std::vector<const Record*> p2p;
   for (const auto& rec : r.results) {
     if (is_p2p(rec)) {
       p2p.push_back(&rec);
       continue;
     }
-    auto key = std::tuple(rec.kase, rec.src, rec.dst, method_label(rec));
-    if (!sections.count(key)) order.push_back(key);
-    sections[key].push_back(&rec);
+    if (summed.count(rec.kase)) {
+      pending[{rec.kase, method_label(rec)}].push_back(&rec);
+      continue;
+    }
+    auto key = Key(rec.kase, rec.src, rec.dst, method_label(rec));
+    if (!sections.count(key) && !group_rows.count(key)) order.push_back(key);
+    if (const auto base = summed_case(rec.kase); !base.empty()) {
+      auto& legs = pending[{std::string(base), method_label(rec)}];
+      group_rows[key].push_back({std::move(legs), &rec});
+      legs.clear();
+    } else {
+      sections[key].push_back(&rec);
+    }
   }
-  for (const auto& key : order) out += case_table(sections[key]);
+  std::string out;
+  for (const auto& key : order)
+    out += sections.count(key) ? case_table(sections[key]) : group_table(group_rows[key]);
   if (!p2p.empty()) out += p2p_tables(p2p);
   return out;
 }

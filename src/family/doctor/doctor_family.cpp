@@ -105,9 +105,9 @@ struct Path {
   std::string kase;  // h2d, d2h, d2d, p2p
   int src = -1, dst = -1;
   Method method = Method::dma;
-  int device() const { return kase == "h2d" ? dst : src; }
+  int device() const { return kase == copy_case::h2d ? dst : src; }
   std::string where() const {
-    if (kase == "p2p") return fmt::format("p2p {}->{} {}", src, dst, to_string(method));
+    if (kase == copy_case::p2p) return fmt::format("p2p {}->{} {}", src, dst, to_string(method));
     return fmt::format("{} device {} {}", kase, device(), to_string(method));
   }
 };
@@ -215,9 +215,9 @@ class Doctor {
         Buffer& dd_dst = buffer(MemKind::device, id, std::nullopt);
         for (Method m : methods_) {
           const CopyOp h2d{&hs, &hd_dst, n}, d2h{&ds, &dh_dst, n}, d2d{&ds, &dd_dst, n};
-          path_probe({"h2d", -1, id, m}, h2d, host_seed);
-          path_probe({"d2h", id, -1, m}, d2h, dev_seed);
-          path_probe({"d2d", id, id, m}, d2d, dev_seed);
+          path_probe({copy_case::h2d, -1, id, m}, h2d, host_seed);
+          path_probe({copy_case::d2h, id, -1, m}, d2h, dev_seed);
+          path_probe({copy_case::d2d, id, id, m}, d2d, dev_seed);
           if (m == Method::dma && on("duplex"))
             duplex_[id] = &probe(fmt::format("duplex device {} dma", id), m, {h2d, d2h},
                                  {host_seed, dev_seed});
@@ -246,7 +246,7 @@ class Doctor {
           if (a == b || !be_.peer_access(a, b).ok) continue;
           try {
             Buffer& dst = buffer(MemKind::device, b, std::nullopt);
-            for (Method m : methods_) path_probe({"p2p", a, b, m}, {src, &dst, n}, 0x200ULL + a);
+            for (Method m : methods_) path_probe({copy_case::p2p, a, b, m}, {src, &dst, n}, 0x200ULL + a);
           } catch (const std::exception& e) {
             unrun_.push_back({"pairs", fmt::format("p2p {}->{}", a, b), Verdict::warn, 0, 0,
                               "GB/s", fmt::format("did not run: {}", e.what())});
@@ -269,7 +269,7 @@ class Doctor {
     return nullptr;
   }
   Probe* find_dev(const std::string& kase, int dev, Method m) const {
-    return find(kase, kase == "h2d" ? -1 : dev, kase == "d2h" ? -1 : dev, m);
+    return find(kase, kase == copy_case::h2d ? -1 : dev, kase == copy_case::d2h ? -1 : dev, m);
   }
 
   // The measurement: every probe in interleaved rounds until the verdicts
@@ -341,14 +341,14 @@ class Doctor {
   // What a copy should give, and why; 0 with the reason where nothing says.
   std::pair<double, std::string> expected(const Path& p) const {
     if (be_.name() == "host") {
-      if (p.kase == "p2p")
+      if (p.kase == copy_case::p2p)
         return {0, "no expected figure for host p2p: compared with the other pairs instead"};
       return {reference_,
               fmt::format("host memory reference: memcpy of {} on all {} cores, best of 5",
                           format_size(plan_.size), online_cores())};
     }
     const LinkFacts f = be_.link_facts(p.device());
-    if (p.kase == "h2d" || p.kase == "d2h") {
+    if (p.kase == copy_case::h2d || p.kase == copy_case::d2h) {
       const auto raw = pcie_raw_gbps(f);
       if (!raw)
         return {0, fmt::format("no expected figure: the {} backend does not report this device's "
@@ -358,7 +358,7 @@ class Doctor {
               fmt::format("PCIe {} ({:.1f} GB/s raw per direction) x {:.2f} efficiency",
                           pcie_text(f), *raw, kPcieEfficiency)};
     }
-    if (p.kase == "d2d") {
+    if (p.kase == copy_case::d2d) {
       if (f.mem_clock_khz <= 0 || f.mem_bus_bits <= 0)
         return {0, "no expected figure: device memory clock and bus width unknown"};
       const double peak = memory_peak_gbps(f.mem_clock_khz, f.mem_bus_bits);
@@ -411,7 +411,7 @@ class Doctor {
     // In the order copy reports them: by case, then device or pair, then method.
     std::vector<std::pair<Path, Probe*>> order = paths_;
     const auto rank = [](const Path& p) {
-      return std::tuple(p.kase == "h2d" ? 0 : p.kase == "d2h" ? 1 : p.kase == "d2d" ? 2 : 3,
+      return std::tuple(p.kase == copy_case::h2d ? 0 : p.kase == copy_case::d2h ? 1 : p.kase == copy_case::d2d ? 2 : 3,
                         p.src, p.dst);
     };
     std::stable_sort(order.begin(), order.end(),
@@ -437,8 +437,8 @@ class Doctor {
   void directions() {
     for (const auto& d : be_.devices())
       for (Method m : methods_) {
-        Probe* h = find_dev("h2d", d.id, m);
-        Probe* b = find_dev("d2h", d.id, m);
+        Probe* h = find_dev(copy_case::h2d, d.id, m);
+        Probe* b = find_dev(copy_case::d2h, d.id, m);
         if (!h || !b) continue;
         const int id = d.id;
         comparisons_.push_back(
@@ -453,8 +453,8 @@ class Doctor {
                                    median_interval(b->gbps[0]).median;
                return fmt::format("{} is {:.0f} % below {} on device {}: one direction of its "
                                   "link or its DMA engine is slow",
-                                  h_slow ? "h2d" : "d2h", (1 - ratio) * 100,
-                                  h_slow ? "d2h" : "h2d", id);
+                                  h_slow ? copy_case::h2d : copy_case::d2h, (1 - ratio) * 100,
+                                  h_slow ? copy_case::d2h : copy_case::h2d, id);
              }});
       }
   }
@@ -462,8 +462,8 @@ class Doctor {
   // h2d and d2h at once on each device, against the two alone.
   void duplex() {
     for (const auto& [id, both] : duplex_) {
-      Probe* h = find_dev("h2d", id, Method::dma);
-      Probe* b = find_dev("d2h", id, Method::dma);
+      Probe* h = find_dev(copy_case::h2d, id, Method::dma);
+      Probe* b = find_dev(copy_case::d2h, id, Method::dma);
       PairedCheck c{"duplex", fmt::format("device {} h2d+d2h dma", id), "GB/s", Grade{0.7, 0.4},
                    {both, h, b},
                    [both, h, b](std::size_t i) {
@@ -494,7 +494,7 @@ class Doctor {
   // own NUMA node: a buffer on the far node costs bandwidth.
   void numa() {
     for (const auto& [id, near] : near_) {
-      Probe* dflt = find_dev("h2d", id, Method::dma);
+      Probe* dflt = find_dev(copy_case::h2d, id, Method::dma);
       const int node = be_.devices()[static_cast<std::size_t>(id)].numa;
       comparisons_.push_back(
           {"numa", fmt::format("h2d device {} dma", id), "GB/s", Grade{}, {dflt, near},
@@ -535,7 +535,7 @@ class Doctor {
       unrun_.push_back({"devices", "all", Verdict::none, 0, 0, "", "one device: no peers to compare"});
       return;
     }
-    for (const char* kase : {"h2d", "d2h", "d2d"})
+    for (const char* kase : {copy_case::h2d, copy_case::d2h, copy_case::d2d})
       for (Method m : methods_) {
         std::vector<Probe*> group;
         for (const auto& d : be_.devices())
@@ -556,7 +556,7 @@ class Doctor {
   void pairs() {
     std::map<std::string, std::vector<Probe*>> classes;
     for (const auto& [path, p] : paths_) {
-      if (path.kase == "p2p")
+      if (path.kase == copy_case::p2p)
         classes[fmt::format("{} {}", be_.link_type(path.src, path.dst), to_string(path.method))]
             .push_back(p);
     }
@@ -628,7 +628,7 @@ class Doctor {
 
   void latency() {
     CopyConfig cfg;
-    cfg.cases = {CopyCase::h2d};
+    cfg.cases = {copy_case::h2d};
     cfg.methods = {Method::dma};
     cfg.sizes = {4096};
     cfg.iters = 20;
@@ -757,7 +757,7 @@ class Doctor {
         ++series;
         worst = std::max(worst, cv);
         if (cv <= kNoiseLimit) continue;
-        out.push_back({"noise", p.ops.size() > 1 ? fmt::format("{} {}", p.label, k ? "d2h" : "h2d")
+        out.push_back({"noise", p.ops.size() > 1 ? fmt::format("{} {}", p.label, k ? copy_case::d2h : copy_case::h2d)
                                                  : p.label,
                        Verdict::warn, cv * 100, kNoiseLimit * 100, "% CV",
                        fmt::format("the node was busy during this measurement ({} over {} rounds): "
