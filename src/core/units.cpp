@@ -82,4 +82,9 @@ double gbps(Bytes bytes, double time_us) {
   return static_cast<double>(bytes) / (time_us * 1e3);
 }
 
+double messages_per_second(double messages, double time_us) {
+  if (time_us <= 0) return 0.0;
+  return messages * 1e6 / time_us;
+}
+
 }  // namespace xb

@@ -22,4 +22,9 @@ std::string format_capacity(Bytes n);
 // Bytes per microsecond -> decimal GB/s (1e9 bytes/s); 0 when t <= 0.
 double gbps(Bytes bytes, double time_us);
 
+// Messages per second of `messages` moved in `time_us` (osu_mbw_mr's rate:
+// window * iterations / time, here per iteration on its median); 0 when
+// t <= 0.
+double messages_per_second(double messages, double time_us);
+
 }  // namespace xb

@@ -384,6 +384,13 @@ Bytes parse_tile(const std::string& text) {
   return text == "0" ? 0 : parse_size(text, "--tile size");
 }
 
+int parse_window(const std::string& text) {
+  if (text.empty()) throw UsageError("--window needs a count (give 64)");
+  if (text.find(',') != std::string::npos)
+    throw UsageError(fmt::format("--window '{}': one count, not a list (give 64)", text));
+  return parse_count_list("--window", text, kMaxWindow, "64")[0];
+}
+
 Progress progress_for(const RunOptions& opts) {
   if (opts.quiet || !isatty(STDERR_FILENO)) return {};
   return [](std::size_t done, std::size_t total, const std::string& what) {

@@ -159,6 +159,10 @@ void apply_thread_counts(const ThreadCounts& t, const Backend& b, CopierOptions&
 
 // --tile: a size, or 0 (direct copies, no staging tile, on GPU backends).
 Bytes parse_tile(const std::string& text);
+// --window (remote, engine): messages in flight per iteration, one count in
+// 1..kMaxWindow. UsageError for 0, a negative, a list or a non-number.
+inline constexpr int kMaxWindow = 1 << 16;
+int parse_window(const std::string& text);
 // Progress on stderr, only on a terminal and without -q, overwritten in place.
 Progress progress_for(const RunOptions& opts);
 

@@ -54,10 +54,15 @@ class MpiRequest final : public Window::Request {
     MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
   }
   void wait() override {
-    mpi_check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    complete_local();
     mpi_check(MPI_Win_flush(rank_, win_), "MPI_Win_flush");  // complete at the target too
   }
+  // The requests done at the origin; the target's side waits for a flush.
+  void complete_local() {
+    mpi_check(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+  }
+  int rank() const { return rank_; }
 
  private:
   std::vector<MPI_Request> reqs_;
@@ -121,6 +126,20 @@ class MpiWindow final : public Window {
     return post(rank, offset, n, "MPI_Rput", [&](Bytes o, int c, MPI_Aint at, MPI_Request* r) {
       return MPI_Rput(src + o, c, MPI_BYTE, rank, at, c, MPI_BYTE, win_, r);
     });
+  }
+  void wait_all(std::span<const std::unique_ptr<Request>> reqs) override {
+    std::vector<int> targets;
+    for (const auto& r : reqs) {
+      auto* m = dynamic_cast<MpiRequest*>(r.get());
+      if (!m) {
+        r->wait();
+        continue;
+      }
+      m->complete_local();
+      if (std::find(targets.begin(), targets.end(), m->rank()) == targets.end())
+        targets.push_back(m->rank());
+    }
+    for (int t : targets) mpi_check(MPI_Win_flush(t, win_), "MPI_Win_flush");
   }
   void sync() override { mpi_check(MPI_Win_sync(win_), "MPI_Win_sync"); }
 

@@ -38,6 +38,12 @@ class Window {
   virtual void put(const std::byte* src, int rank, Bytes offset, Bytes n) = 0;
   virtual std::unique_ptr<Request> rget(std::byte* dst, int rank, Bytes offset, Bytes n) = 0;
   virtual std::unique_ptr<Request> rput(const std::byte* src, int rank, Bytes offset, Bytes n) = 0;
+  // Completes requests of this window as wait() does each, but completes
+  // them at their targets once (one flush per target, not per request): a
+  // window of transfers in flight (remote --window).
+  virtual void wait_all(std::span<const std::unique_ptr<Request>> reqs) {
+    for (const auto& r : reqs) r->wait();
+  }
   // Orders this rank's memory against its peers'; call around a barrier so
   // stores made before it are seen by loads after it.
   virtual void sync() = 0;

@@ -169,6 +169,48 @@ bad_input)
   expect_usage "-t 16 MiB is larger than this client's slot on the server \(8 MiB\)" \
     env XFERBENCH_TOKEN="$(cat "$tmp/tok")" "$xb" engine client --connect 127.0.0.1:$port -t 16M
   ;;
+window)
+  # --window N: N requests in flight (async batches of N), every record verified, with window
+  # echoed, msg_rate = requests of a loop / median loop time; a client without it has neither.
+  windowed() {  # windowed NAME W: NAME's records are windowed runs of depth W
+    /usr/bin/python3 -c "
+import json, sys
+d = json.load(open('$tmp/$1.json')); w = $2; r = d['results']
+assert d['params']['window'] == w and d['params']['async'] is True, d['params']
+assert r, 'no records'
+for x in r:
+    med = x['time_us']['median']
+    want = x['requests'] * 1e6 / med
+    assert x['status'] == 'ok' and x['verified'], x
+    assert x['method'] == 'async' and x['batch'] == w and x['window'] == w, x
+    assert x['requests'] == x['bytes'] // x['block'], x
+    assert x['msg_rate'] > 0 and abs(x['msg_rate'] - want) <= 1e-9 * want, (x['msg_rate'], want)
+" || fail "$1: not a verified window of $2"
+  }
+  serve --size 16M --clients 2
+  client w --op read,write -t 4M -k 4K --block-steps 2 --loops 3 --window 32 || fail "window client"
+  windowed w 32
+  client plain --op read -t 1M -k 64K --loops 2 || fail "client without --window"
+  verified plain
+  /usr/bin/python3 -c "
+import json; d = json.load(open('$tmp/plain.json'))
+assert 'window' not in d['params'] and all('msg_rate' not in x and 'window' not in x for x in d['results'])
+" || fail "a run without --window has window fields"
+  wait $server || fail "server exit code"
+  grep -q "2 served, 0 failed" "$tmp/server.log" || fail "server summary"
+  timeout 120 "$xb" engine selftest --window 8 -t 1M -k 4K --block-steps 2 --loops 2 --format json \
+    -o "$tmp/self.json" -q 2>"$tmp/self.log" || fail "selftest --window"
+  windowed self 8
+  timeout 120 "$xb" engine selftest --window 8 -t 256K -k 4K --loops 1 >"$tmp/table.log" 2>&1 ||
+    fail "selftest --window table"
+  grep -q "async · mode h2h · lane ucx · 256 KiB per loop · window 8 (batch)" "$tmp/table.log" &&
+    grep -q "Mmsg/s" "$tmp/table.log" || fail "table: $(cat "$tmp/table.log")"
+  expect_usage "--window '0': '0' is not a positive count" "$xb" engine client --window 0
+  expect_usage "--window '-4': '-4' is not a positive count" "$xb" engine selftest --window -4
+  expect_usage "--window 'many': 'many' is not a positive count" "$xb" engine selftest --window many
+  expect_usage "--window 8 is the async batch depth; --batch 4 says otherwise" \
+    "$xb" engine selftest --window 8 --batch 4
+  ;;
 *) fail "unknown scenario" ;;
 esac
 echo "ok: $scenario"

@@ -77,6 +77,55 @@ TEST_P(RemoteTest, ACorruptedWindowIsDetected) {
   }
 }
 
+TEST_P(RemoteTest, AWindowMovesEverySlotAndCountsItsMessages) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  RemoteConfig cfg = small(GetParam());
+  cfg.sizes = {8, 4096, 100003};
+  cfg.window = 5;
+  validate_remote(rt, cfg);
+  const RemoteResult res = run_remote(rt, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 2u * 2u * 3u);
+  for (const auto& r : res.records) {
+    SCOPED_TRACE(r.kase + " " + r.method + " " + std::to_string(r.bytes));
+    EXPECT_EQ(r.status, Status::ok) << r.reason;
+    EXPECT_EQ(r.verified, std::optional<bool>(true));  // all five slots, both sides
+    EXPECT_EQ(r.bytes % 5, 0u);
+    EXPECT_EQ(r.get(remote_field::window), std::optional<std::int64_t>(5));
+    const double rate = r.get_or(remote_field::msg_rate, 0.0);
+    EXPECT_GT(rate, 0.0);
+    EXPECT_NEAR(rate, 5 * 1e6 / r.time_us.median, 1e-9 * rate);
+    EXPECT_NEAR(r.gbps_median, static_cast<double>(r.bytes) / (r.time_us.median * 1e3),
+                1e-9 * r.gbps_median);
+  }
+  // Without --window: no window fields.
+  cfg.window = 0;
+  cfg.sizes = {4096};
+  for (const auto& r : run_remote(rt, *backend, cfg).records) {
+    EXPECT_EQ(r.bytes, 4096u);
+    EXPECT_FALSE(r.get(remote_field::window));
+    EXPECT_FALSE(r.get(remote_field::msg_rate));
+  }
+}
+
+TEST_P(RemoteTest, AWrongByteInTheLastSlotOfAWindowIsDetected) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  RemoteConfig cfg = small(GetParam());
+  cfg.sizes = {4096};
+  cfg.window = 4;
+  cfg.before_verify = [](std::span<std::byte> got) {
+    ASSERT_EQ(got.size(), 4u * 4096u);
+    got[3 * 4096 + 5] ^= std::byte{0x40};
+  };
+  const RemoteResult res = run_remote(rt, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 4u);
+  for (const auto& r : res.records) {
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_NE(r.reason.find("offset 12293"), std::string::npos) << r.reason;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RemoteTest, ::testing::Values(Transport::shm, Transport::rma),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 

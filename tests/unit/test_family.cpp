@@ -147,5 +147,26 @@ TEST(ChooseBackend, ExplicitMustFitAutoTakesTheFirstThatDoes) {
   }
 }
 
+TEST(ParseWindow, OnePositiveCountInRange) {
+  EXPECT_EQ(parse_window("64"), 64);
+  EXPECT_EQ(parse_window("1"), 1);
+  EXPECT_EQ(parse_window(std::to_string(kMaxWindow)), kMaxWindow);
+  auto message = [](const std::string& text) {
+    try {
+      parse_window(text);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("0"), "--window '0': '0' is not a positive count (give 64)");
+  EXPECT_EQ(message("-3"), "--window '-3': '-3' is not a positive count (give 64)");
+  EXPECT_EQ(message("abc"), "--window 'abc': 'abc' is not a positive count (give 64)");
+  EXPECT_EQ(message("8k"), "--window '8k': '8k' is not a positive count (give 64)");
+  EXPECT_EQ(message(""), "--window needs a count (give 64)");
+  EXPECT_EQ(message("4,8"), "--window '4,8': one count, not a list (give 64)");
+  EXPECT_EQ(message("65537"), "--window 65537: more than the 65536 allowed");
+}
+
 }  // namespace
 }  // namespace xb

@@ -46,4 +46,20 @@ TEST(Remote, CrossoverNamesTheFirstSizeFromWhichDmaStaysAhead) {
   EXPECT_EQ(crossover_text(seed, "put"), "");
 }
 
+TEST(Remote, AWindowedRecordIsReadByItsMessageSize) {
+  Record r = rec("get", "dma", 64 * 4096, 1.0);
+  EXPECT_EQ(remote_message_size(r), 64u * 4096u);  // no window: bytes
+  r.set(remote_field::window, std::int64_t{64});
+  EXPECT_EQ(remote_message_size(r), 4096u);
+  RemoteConfig c;
+  EXPECT_EQ(remote_slots(c), 1u);
+  c.window = 64;
+  EXPECT_EQ(remote_slots(c), 64u);
+  // The crossover names message sizes, not bytes per iteration.
+  std::vector<Record> w = {rec("get", "core", 64 * 8, 2), rec("get", "dma", 64 * 8, 1),
+                           rec("get", "core", 64 * 4096, 1), rec("get", "dma", 64 * 4096, 2)};
+  for (auto& x : w) x.set(remote_field::window, std::int64_t{64});
+  EXPECT_EQ(crossover_text(w, "get"), "get: dma overtakes core from 4 KiB");
+}
+
 }  // namespace xb

@@ -59,4 +59,11 @@ TEST(Gbps, DecimalBytesPerSecond) {
   EXPECT_EQ(gbps(4096, 0.0), 0.0);
 }
 
+TEST(MessagesPerSecond, WindowOverMedianTime) {
+  EXPECT_DOUBLE_EQ(messages_per_second(64, 10.0), 6.4e6);  // 64 messages in 10 us
+  EXPECT_DOUBLE_EQ(messages_per_second(1, 1e6), 1.0);
+  EXPECT_EQ(messages_per_second(64, 0.0), 0.0);
+  EXPECT_EQ(messages_per_second(64, -1.0), 0.0);
+}
+
 }  // namespace xb

@@ -292,6 +292,11 @@ Record make_record(Op op, const EngineClientConfig& cfg, EngineLane lane, Bytes 
     r.set(engine_field::submit_us, t.submit_us / batches);
     r.set(engine_field::wait_us, t.wait_us / batches);
   }
+  if (cfg.window > 0) {
+    r.set(engine_field::window, static_cast<std::int64_t>(cfg.window));
+    r.set(engine_field::msg_rate,
+          messages_per_second(static_cast<double>(cfg.total / bs), r.time_us.median));
+  }
   if (bad) {
     r.verified = *bad < 0;
     if (*bad >= 0) {

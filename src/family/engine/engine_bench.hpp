@@ -25,6 +25,10 @@ inline constexpr FieldKey<double> lat_max_us{"lat_max_us"};
 inline constexpr FieldKey<std::int64_t> batch{"batch"};
 inline constexpr FieldKey<double> submit_us{"submit_us"};
 inline constexpr FieldKey<double> wait_us{"wait_us"};
+// --window runs only: requests in flight (the async batch depth), and
+// requests per second of a loop on the median loop (requests / median time).
+inline constexpr FieldKey<std::int64_t> window{"window"};
+inline constexpr FieldKey<double> msg_rate{"msg_rate"};
 }  // namespace engine_field
 
 // The first letter: the client's local memory; the last: the server's
@@ -79,6 +83,9 @@ struct EngineClientConfig {
   int warmup = 1;
   bool async = false;
   int batch = 16;
+  // --window N: the async batch depth (async, batch N), and records with
+  // window and msg_rate; 0: no window fields (the default).
+  int window = 0;
   bool check = true;
   double timeout_s = 30;     // per request
   bool peer_errors = false;  // UCX peer error mode (excludes shared memory on UCX 1.13)

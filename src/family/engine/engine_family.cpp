@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
@@ -30,7 +32,9 @@ struct ClientArgs {
   RunOptions run;
   std::string connect = "127.0.0.1:20000", token_file, ops = "read", mode = "h2h", total = "64M",
               block = "64K";
-  int steps = 1, loops = 5, batch = 16;
+  int steps = 1, loops = 5;
+  std::optional<int> batch;  // --batch, default 16
+  int window = 0;            // --window, 0: not given
   bool async = false;
   double connect_timeout = 10, timeout = 30;
   std::string err_mode = "auto";
@@ -77,7 +81,16 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.loops = a.run.iters_or(a.loops);
   c.warmup = a.run.warmup_or(1);
   c.async = a.async;
-  c.batch = a.batch;
+  c.batch = a.batch.value_or(16);
+  if (a.window > 0) {  // the engine pipelines already: a window is an async batch of N
+    if (a.batch && *a.batch != a.window)
+      throw UsageError(fmt::format(
+          "--window {} is the async batch depth; --batch {} says otherwise (give one of them)",
+          a.window, *a.batch));
+    c.async = true;
+    c.batch = a.window;
+    c.window = a.window;
+  }
   c.check = !a.run.no_check;
   c.timeout_s = a.timeout;
   c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
@@ -99,20 +112,22 @@ std::unique_ptr<Backend> engine_backend(const std::string& name) {
 }
 
 Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
-  return {{"connect", a.connect},
-          {"op", a.ops},
-          {"mode", a.mode},
-          {"total", static_cast<std::int64_t>(c.total)},
-          {"block", static_cast<std::int64_t>(c.block)},
-          {"block_steps", static_cast<std::int64_t>(c.block_steps)},
-          {"loops", static_cast<std::int64_t>(c.loops)},
-          {"warmup", static_cast<std::int64_t>(c.warmup)},
-          {"async", c.async},
-          {"batch", static_cast<std::int64_t>(c.batch)},
-          {"check", c.check},
-          {"device", static_cast<std::int64_t>(c.device)},
-          {"lane", a.lane},
-          {"stage_chunk", static_cast<std::int64_t>(c.stage_chunk)}};
+  Params p = {{"connect", a.connect},
+              {"op", a.ops},
+              {"mode", a.mode},
+              {"total", static_cast<std::int64_t>(c.total)},
+              {"block", static_cast<std::int64_t>(c.block)},
+              {"block_steps", static_cast<std::int64_t>(c.block_steps)},
+              {"loops", static_cast<std::int64_t>(c.loops)},
+              {"warmup", static_cast<std::int64_t>(c.warmup)},
+              {"async", c.async},
+              {"batch", static_cast<std::int64_t>(c.batch)},
+              {"check", c.check},
+              {"device", static_cast<std::int64_t>(c.device)},
+              {"lane", a.lane},
+              {"stage_chunk", static_cast<std::int64_t>(c.stage_chunk)}};
+  if (c.window > 0) p.emplace_back("window", static_cast<std::int64_t>(c.window));
+  return p;
 }
 
 void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
@@ -148,6 +163,11 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
   app.add_option("--block-steps", a.steps, "block sizes block*2^i, i < steps")->default_str("1");
   app.add_flag("--async", a.async, "post requests in batches, then wait");
   app.add_option("--batch", a.batch, "requests per async batch")->default_str("16");
+  app.add_option_function<std::string>(
+         "--window", [&a](const std::string& w) { a.window = parse_window(w); },
+         "message rate: N requests in flight (async, batches of N: the engine's pipeline depth); "
+         "records add window and msg_rate (requests per second)")
+      ->type_name("N");
   app.add_option("--timeout", a.timeout, "seconds one request may take")->default_str("30");
   app.add_option("--err-mode", a.err_mode,
                  "auto (default: peer wherever shared memory cannot be used), none, or peer: UCX "
@@ -238,7 +258,10 @@ int run_selftest(const Family& f, const ClientArgs& a) {
   auto backend = engine_backend(opts.backend);
   if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
   auto out = begin_engine(f, opts, *backend, params_of(a, cfg));
-  EngineRun all = engine_selftest(cfg, *backend, a.server_device);
+  // A window is an async depth: the selftest runs that alone.
+  EngineRun all =
+      engine_selftest(cfg, *backend, a.server_device,
+                      cfg.window > 0 ? std::vector<bool>{true} : std::vector<bool>{false, true});
   return emit_engine(f, opts, *backend, std::move(all), params_of(a, cfg), *out);
 }
 
@@ -255,7 +278,11 @@ class EngineFamily final : public Family {
         .add(engine_field::lat_max_us, FieldRole::metric, "latency max, us")
         .add(engine_field::batch, FieldRole::key, "requests per async batch")
         .add(engine_field::submit_us, FieldRole::metric, "posting one batch, us")
-        .add(engine_field::wait_us, FieldRole::metric, "waiting for one batch, us");
+        .add(engine_field::wait_us, FieldRole::metric, "waiting for one batch, us")
+        .add(engine_field::window, FieldRole::info,
+             "--window: requests in flight (the async batch depth it set)")
+        .add(engine_field::msg_rate, FieldRole::metric,
+             "--window: requests per second, requests of a loop / median loop time");
   }
   std::string name() const override { return "engine"; }
   std::string summary() const override { return "transfer engine on UCX: serve, client, selftest"; }
@@ -271,7 +298,15 @@ class EngineFamily final : public Family {
                                         "backend's NUMA nodes and CUDA memory (staged) only");
              }});
   }
-  std::string table_note(const Report&) const override { return engine_note(); }
+  std::string table_note(const Report& r) const override {
+    const bool windowed = std::any_of(r.results.begin(), r.results.end(), [](const Record& x) {
+      return x.get(engine_field::window).has_value();
+    });
+    return engine_note() + (windowed ? "--window N: N requests in flight (async batches of N); "
+                                       "Mmsg/s = requests of a loop / median loop time, in "
+                                       "millions\n"
+                                     : "");
+  }
   std::string tables(const Report& r) const override { return engine_tables(r); }
 
   void add_options(CLI::App& app) override {

@@ -14,16 +14,20 @@ namespace {
 std::string table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
   const bool async = f.method == "async";
-  std::string out =
-      fmt::format("\n{} · {} · mode {}{} · {} per loop{}\n", f.kase, f.method,
-                  field_text(f, engine_field::mode),
-                  f.get(engine_field::lane) ? " · lane " + field_text(f, engine_field::lane) : "",
-                  format_size(f.bytes),
-                  async ? fmt::format(" · batch {}", field_text(f, engine_field::batch)) : "");
+  const bool windowed = f.get(engine_field::window).has_value();
+  std::string out = fmt::format(
+      "\n{} · {} · mode {}{} · {} per loop{}\n", f.kase, f.method,
+      field_text(f, engine_field::mode),
+      f.get(engine_field::lane) ? " · lane " + field_text(f, engine_field::lane) : "",
+      format_size(f.bytes),
+      windowed ? fmt::format(" · window {} (batch)", field_text(f, engine_field::window))
+      : async  ? fmt::format(" · batch {}", field_text(f, engine_field::batch))
+               : "");
   out += fmt::format("{:>12} {:>9} {:>6} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}", "Block(Bytes)",
                      "Requests", "Loops", "GB/s", "Max GB/s", "Loop(ms)",
                      async ? "Batch p50" : "Req p50", "p99(us)", "max(us)");
   out += async ? fmt::format(" {:>11} {:>11}", "Submit(us)", "Wait(us)") : "";
+  out += windowed ? fmt::format(" {:>10}", "Mmsg/s") : "";
   out += fmt::format(" {:>6}\n", "Check");
   for (const Record* r : rows) {
     if (r->status == Status::waived || r->iters == 0) {
@@ -40,6 +44,7 @@ std::string table(const std::vector<const Record*>& rows) {
     if (async)
       out += fmt::format(" {:>11.2f} {:>11.2f}", r->get_or(engine_field::submit_us, -1.0),
                          r->get_or(engine_field::wait_us, -1.0));
+    if (windowed) out += fmt::format(" {:>10.3f}", r->get_or(engine_field::msg_rate, 0.0) / 1e6);
     out += fmt::format(" {:>6}\n", !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
   }
   return out;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/error.hpp"
@@ -39,10 +40,14 @@ Record make_record(const RemoteConfig& cfg, RemoteOp op, Method m, int peer, Byt
   r.method = to_string(m);
   r.src = op == RemoteOp::get ? peer : cfg.root;
   r.dst = op == RemoteOp::get ? cfg.root : peer;
-  r.bytes = n;
+  r.bytes = n * remote_slots(cfg);
   r.set_samples(t.us);
   r.set(remote_field::cycles, t.cycles);
   r.set(remote_field::transport, transport);
+  if (cfg.window > 0) {
+    r.set(remote_field::window, std::int64_t{cfg.window});
+    r.set(remote_field::msg_rate, messages_per_second(cfg.window, r.time_us.median));
+  }
   if (bad != -2) r.verified = bad == -1;
   if (bad >= 0) {
     r.status = Status::failed;
@@ -55,13 +60,17 @@ std::vector<Record> waived_all(const RemoteConfig& cfg, const std::string& why) 
   std::vector<Record> out;
   for (RemoteOp op : cfg.ops)
     for (Method m : cfg.methods)
-      for (Bytes n : cfg.sizes)
-        out.push_back(Record::waived(to_string(op), to_string(m), -1, -1, n, why));
+      for (Bytes n : cfg.sizes) {
+        out.push_back(
+            Record::waived(to_string(op), to_string(m), -1, -1, n * remote_slots(cfg), why));
+        if (cfg.window > 0) out.back().set(remote_field::window, std::int64_t{cfg.window});
+      }
   return out;
 }
 
 // Collective. Every (op, method, size): prepare outside timing, the root
-// times the transfers, the receiver verifies. The root's records.
+// times the transfers, the receiver verifies (every slot of a window). The
+// root's records.
 std::vector<Record> sweep(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w) {
   const int peer = remote_peer(rt, cfg);
   const bool is_root = rt.rank() == cfg.root;
@@ -69,16 +78,17 @@ std::vector<Record> sweep(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w
   for (RemoteOp op : cfg.ops)
     for (Method m : cfg.methods)
       for (Bytes n : cfg.sizes) {
-        stop_point(&rt);  // every rank, in step
-        w.prepare(op, n);
+        stop_point(&rt);                            // every rank, in step
+        const Bytes moved = n * remote_slots(cfg);  // per iteration
+        w.prepare(op, moved);
         w.settle();
         RemoteTimed t;
         if (is_root) {
-          const int iters = cfg.iters.value_or(scaled_iters(n));
+          const int iters = cfg.iters.value_or(scaled_iters(moved));
           t = w.time(op, m, n, cfg.warmup.value_or(std::max(1, iters / 10)), iters);
         }
         w.settle();
-        const std::int64_t bad = verify(rt, cfg, op, peer, w.received(op, n));
+        const std::int64_t bad = verify(rt, cfg, op, peer, w.received(op, moved));
         if (is_root) {
           mine.push_back(make_record(cfg, op, m, peer, n, t, bad, w.transport()));
           if (!cfg.thread_counts.empty())
@@ -122,6 +132,7 @@ std::string remote_digest(const RemoteConfig& c) {
                    c.warmup.value_or(-1), c.transport ? to_string(*c.transport) : "auto", c.root,
                    c.peer.value_or(-1), c.check, c.copier.threads, c.copier.tile);
   for (int t : c.thread_counts) s += fmt::format(",th{}", t);
+  if (c.window > 0) s += fmt::format(" win{}", c.window);
   return s;
 }
 
@@ -144,13 +155,18 @@ void validate_remote(Runtime& rt, const RemoteConfig& cfg) {
           "ranks were started with different options: rank 0 has '{}', rank {} has '{}'",
           digests[0], r, digests[static_cast<std::size_t>(r)]);
   if (err.empty() && !cfg.sizes.empty()) {
-    const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+    // Every slot of a --window, on both sides.
+    const Bytes slots = remote_slots(cfg);
+    const Bytes largest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+    const Bytes cap = std::numeric_limits<Bytes>::max() / 4;
+    const Bytes biggest = largest > cap / slots ? cap : largest * slots;
     const Bytes need = 3 * biggest + cfg.copier.tile;  // window, local buffer, peer view
     const Bytes avail = available_memory();
     if (avail && need > avail)
-      err =
-          fmt::format("a {} window needs {} on rank {}, only {} is available", format_size(biggest),
-                      format_capacity(need), rt.rank(), format_capacity(avail));
+      err = fmt::format("a {} window{} needs {} on rank {}, only {} is available",
+                        format_size(largest),
+                        slots > 1 ? fmt::format(" of {} messages", slots) : std::string(),
+                        format_capacity(need), rt.rank(), format_capacity(avail));
   }
   err = rt.agree(err);
   if (!err.empty()) throw UsageError(err);
@@ -185,11 +201,16 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
   return share(rt, cfg, std::move(mine), std::move(summary));
 }
 
+Bytes remote_message_size(const Record& r) {
+  const std::int64_t w = r.get_or(remote_field::window, std::int64_t{0});
+  return w > 0 ? r.bytes / static_cast<Bytes>(w) : r.bytes;
+}
+
 std::string crossover_text(const std::vector<Record>& records, const std::string& op) {
-  std::map<Bytes, std::pair<double, double>> bw;  // size -> (core, dma)
+  std::map<Bytes, std::pair<double, double>> bw;  // message size -> (core, dma)
   for (const auto& r : records) {
     if (r.kase != op || r.status != Status::ok) continue;
-    auto& cell = bw.try_emplace(r.bytes, -1.0, -1.0).first->second;
+    auto& cell = bw.try_emplace(remote_message_size(r), -1.0, -1.0).first->second;
     (r.method == "core" ? cell.first : cell.second) = r.gbps_median;
   }
   std::vector<std::pair<Bytes, bool>> dma_wins;  // sizes where both ran

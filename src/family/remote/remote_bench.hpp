@@ -19,6 +19,10 @@ namespace remote_field {
 inline constexpr FieldKey<double> cycles{"cycles"};  // counter cycles per transfer
 inline constexpr FieldKey<std::string> transport{"transport"};
 inline constexpr FieldKey<std::int64_t> threads{"threads"};  // of a --threads list run
+// --window runs only: messages in flight per iteration, and messages per
+// second on the median iteration (window / median time).
+inline constexpr FieldKey<std::int64_t> window{"window"};
+inline constexpr FieldKey<double> msg_rate{"msg_rate"};
 }  // namespace remote_field
 
 enum class RemoteOp { get, put };
@@ -38,6 +42,11 @@ struct RemoteConfig {
   // --threads as a list: one sweep per value, each record with a `threads`
   // field; empty: copier.threads alone, no field.
   std::vector<int> thread_counts;
+  // --window N: each timed iteration issues N transfers of the size back to
+  // back (slot i at offset i * size of both sides), then completes them all;
+  // records carry bytes = N * size, `window` and `msg_rate`. 0: one transfer
+  // per iteration, no window fields (the default).
+  int window = 0;
   // Test seam: called on the receiving rank with the received bytes after
   // timing, before verification (tests corrupt them to prove the check).
   std::function<void(std::span<std::byte>)> before_verify;
@@ -45,6 +54,13 @@ struct RemoteConfig {
 
 // Seed 000 runs many iterations at 4 KiB and fewer at 4 MiB.
 int scaled_iters(Bytes n);
+
+// Transfers per iteration: the window, or 1 without --window.
+inline Bytes remote_slots(const RemoteConfig& cfg) {
+  return cfg.window > 0 ? static_cast<Bytes>(cfg.window) : 1;
+}
+// The size of one message of a record: bytes / window (bytes without one).
+Bytes remote_message_size(const Record& r);
 
 // A one-line text of every option that must match across ranks.
 std::string remote_digest(const RemoteConfig& cfg);
@@ -67,7 +83,7 @@ std::string remote_unsupported(const std::string& backend);
 RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg);
 
 // "dma overtakes core from 16 KiB" (or which method wins everywhere) for
-// the records of one op.
+// the records of one op, by message size.
 std::string crossover_text(const std::vector<Record>& records, const std::string& op);
 
 }  // namespace xb

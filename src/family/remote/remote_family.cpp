@@ -33,7 +33,11 @@ class RemoteFamily final : public Family {
     schema_.add(remote_field::cycles, FieldRole::metric, "device counter cycles per transfer")
         .add(remote_field::transport, FieldRole::key, "shm, rma (host windows) or ipc")
         .add(remote_field::threads, FieldRole::key,
-             "dma workers (host) or core blocks (cuda) of a --threads list run");
+             "dma workers (host) or core blocks (cuda) of a --threads list run")
+        .add(remote_field::window, FieldRole::key,
+             "--window: messages in flight per iteration (bytes = window x message size)")
+        .add(remote_field::msg_rate, FieldRole::metric,
+             "--window: messages per second, window / median iteration time");
   }
   std::string name() const override { return "remote"; }
   std::string summary() const override {
@@ -87,6 +91,12 @@ class RemoteFamily final : public Family {
            "host: dma engine workers (default 1); cuda: core thread blocks (default 2 per SM). A "
            "list (1,2,4) or sweep (powers of two up to the device's cores) runs each")
         ->type_name("N|LIST|sweep");
+    app.add_option_function<std::string>(
+           "--window", [this](const std::string& w) { cfg_.window = parse_window(w); },
+           "message rate: N transfers of the size in flight per iteration (issued back to back, "
+           "then completed together; osu_mbw_mr's window); records add window and msg_rate. "
+           "Host windows only")
+        ->type_name("N");
     add_run_options(app, run_,
                     {.iters = "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)",
                      .warmup = "warm-up transfers (default: iters/10)",
@@ -97,7 +107,8 @@ class RemoteFamily final : public Family {
 Examples:
   mpiexec -n 2 xferbench remote                     get, 4K..4M x4, both methods
   xferbench remote --ranks 2 --op get,put -b 4K -e 64M -f 2 --format json -o r.json
-  mpiexec -f hosts -n 2 xferbench remote --transport rma      two hosts)");
+  mpiexec -f hosts -n 2 xferbench remote --transport rma      two hosts
+  mpiexec -n 2 xferbench remote --backend host --window 64 -b 8 -e 4K   message rate)");
   }
 
   int run(const Invocation& inv) override {
@@ -125,17 +136,19 @@ Examples:
     std::string ops, method;
     for (RemoteOp op : cfg_.ops) ops += (ops.empty() ? "" : ",") + std::string(to_string(op));
     method = cfg_.methods.size() == 2 ? "both" : to_string(cfg_.methods.front());
-    return {{"op", ops},
-            {"method", method},
-            {"sizes", join_numbers(cfg_.sizes)},
-            {"iters", std::int64_t{cfg_.iters.value_or(0)}},
-            {"warmup", std::int64_t{cfg_.warmup.value_or(-1)}},
-            {"transport", std::string(cfg_.transport ? to_string(*cfg_.transport) : "auto")},
-            {"root", std::int64_t{cfg_.root}},
-            {"peer", std::int64_t{cfg_.peer.value_or(-1)}},
-            {"threads", std::int64_t{cfg_.copier.threads}},
-            {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
-            {"check", cfg_.check}};
+    Params p = {{"op", ops},
+                {"method", method},
+                {"sizes", join_numbers(cfg_.sizes)},
+                {"iters", std::int64_t{cfg_.iters.value_or(0)}},
+                {"warmup", std::int64_t{cfg_.warmup.value_or(-1)}},
+                {"transport", std::string(cfg_.transport ? to_string(*cfg_.transport) : "auto")},
+                {"root", std::int64_t{cfg_.root}},
+                {"peer", std::int64_t{cfg_.peer.value_or(-1)}},
+                {"threads", std::int64_t{cfg_.copier.threads}},
+                {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
+                {"check", cfg_.check}};
+    if (cfg_.window > 0) p.emplace_back("window", std::int64_t{cfg_.window});
+    return p;
   }
 
   RemoteConfig cfg_;

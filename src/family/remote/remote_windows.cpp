@@ -14,8 +14,9 @@
 namespace xb {
 namespace {
 
+// The largest size, times the slots of a --window.
 Bytes biggest_size(const RemoteConfig& cfg) {
-  return *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+  return *std::max_element(cfg.sizes.begin(), cfg.sizes.end()) * remote_slots(cfg);
 }
 
 // ---- host windows ----
@@ -24,7 +25,10 @@ Transport transport_of(const Runtime& rt, const RemoteConfig& cfg) {
   return cfg.transport ? *cfg.transport : (rt.single_host() ? Transport::shm : Transport::rma);
 }
 
-// The root's side of one (op, method): everything a transfer touches.
+// The root's side of one (op, method): everything a transfer touches. One
+// call moves `slots` messages of n bytes, message i at offset i * n of both
+// sides: core copies them in a row; dma issues them all, then completes
+// them together (one synchronize, or one wait with one flush).
 struct Mover {
   Window& win;
   int peer;
@@ -37,11 +41,19 @@ struct Mover {
   Event* done;
   Buffer* local_buf;
   Buffer* peer_buf;  // a view of the peer's window
+  Bytes slots = 1;   // --window, or 1
+  std::vector<std::unique_ptr<Window::Request>> reqs{};
 
   void core(Bytes n) {
     std::byte* remote = win.direct(peer);
-    for (Bytes off = 0; off < n; off += tile) {
-      const Bytes len = std::min(tile, n - off);
+    for (Bytes s = 0; s < slots; ++s) core_at(remote, s * n, n);
+  }
+
+  // One message: [at, at + n) through the staging tile (`remote`: the
+  // peer's window by load/store, or null: MPI get/put).
+  void core_at(std::byte* remote, Bytes at, Bytes n) {
+    for (Bytes off = at; off < at + n; off += tile) {
+      const Bytes len = std::min(tile, at + n - off);
       if (op == RemoteOp::get) {
         if (remote)
           std::memcpy(stage, remote + off, len);
@@ -60,16 +72,25 @@ struct Mover {
 
   void dma(Bytes n) {
     if (stream) {
-      if (op == RemoteOp::get)
-        stream->copy_async(*peer_buf, 0, *local_buf, 0, n);
-      else
-        stream->copy_async(*local_buf, 0, *peer_buf, 0, n);
+      for (Bytes s = 0, at = 0; s < slots; ++s, at += n) {
+        if (op == RemoteOp::get)
+          stream->copy_async(*peer_buf, at, *local_buf, at, n);
+        else
+          stream->copy_async(*local_buf, at, *peer_buf, at, n);
+      }
       stream->record(*done);
       done->synchronize();
-    } else if (op == RemoteOp::get) {
-      win.rget(local, peer, 0, n)->wait();
+    } else if (slots == 1) {
+      if (op == RemoteOp::get)
+        win.rget(local, peer, 0, n)->wait();
+      else
+        win.rput(local, peer, 0, n)->wait();
     } else {
-      win.rput(local, peer, 0, n)->wait();
+      for (Bytes s = 0, at = 0; s < slots; ++s, at += n)
+        reqs.push_back(op == RemoteOp::get ? win.rget(local + at, peer, at, n)
+                                           : win.rput(local + at, peer, at, n));
+      win.wait_all(reqs);
+      reqs.clear();
     }
   }
 
@@ -141,7 +162,8 @@ class HostWindows final : public RemoteWindows {
                stream_.get(),
                done_.get(),
                local_.get(),
-               peer_view_.get()};
+               peer_view_.get(),
+               remote_slots(cfg_)};
     return time_transfers(move, n, warmup, iters);
   }
 
@@ -272,6 +294,11 @@ class DeviceWindows final : public RemoteWindows {
 }  // namespace
 
 Support windows_fit(const Runtime* rt, const Backend& backend, const RemoteConfig& cfg) {
+  if (backend.capabilities().device_ipc && cfg.window > 0)
+    return Support::no(fmt::format(
+        "--window applies to host windows in this version; {} windows (IPC) time one copy per "
+        "iteration",
+        backend.name()));
   if (!backend.capabilities().device_ipc) {
     if (cfg.copier.tile < 64)
       return Support::no("--tile must be at least 64 bytes on the host backend");
