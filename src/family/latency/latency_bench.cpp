@@ -129,13 +129,9 @@ std::vector<Record> chases(Runtime& rt, Backend& b, const LatencyConfig& cfg) {
   return out;
 }
 
-void spin(Runtime::Transfer& t) {
-  while (!t.done()) {
-  }
-}
-
 // One side's round trips: the initiator (rank 0) times each from its send
-// to the echo's arrival; the other receives and sends back. One-way us.
+// to the echo's arrival; the other receives and sends back. Blocking calls
+// (MPI_Send/MPI_Recv, as osu_latency), each rank polling on its core. One-way us.
 std::vector<double> bounce(Runtime& rt, bool initiator, std::span<const std::byte> send,
                            std::span<std::byte> recv, int warmup, int iters, int tag) {
   const int peer = initiator ? 1 : 0;
@@ -144,17 +140,13 @@ std::vector<double> bounce(Runtime& rt, bool initiator, std::span<const std::byt
   for (int i = 0; i < warmup + iters; ++i) {
     if (initiator) {
       const auto t0 = Clock::now();
-      auto r = rt.irecv(recv, peer, tag);
-      auto s = rt.isend(send, peer, tag);
-      spin(*s);
-      spin(*r);
+      rt.send(send, peer, tag);
+      rt.recv(recv, peer, tag);
       const auto t1 = Clock::now();
       if (i >= warmup) us.push_back(elapsed_us(t0, t1) / 2);
     } else {
-      auto r = rt.irecv(recv, peer, tag);
-      spin(*r);
-      auto s = rt.isend(send, peer, tag);
-      spin(*s);
+      rt.recv(recv, peer, tag);
+      rt.send(send, peer, tag);
     }
   }
   return us;

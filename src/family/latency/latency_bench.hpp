@@ -6,9 +6,10 @@
 //             cores, every pair; on the host backend the devices are NUMA
 //             nodes. A sample is one chase of `loads` loads / loads: ns per
 //             load.
-//   pingpong  ranks 0 and 1 bounce a message (8 B .. 64 KiB) over the
-//             runtime's point-to-point (MPI); a sample is one round trip,
-//             reported one-way (round trip / 2), as osu_latency does.
+//   pingpong  ranks 0 and 1 bounce a message (8 B .. 64 KiB) with the
+//             runtime's blocking send/recv (MPI_Send/MPI_Recv, as
+//             osu_latency); a sample is one round trip, reported one-way
+//             (round trip / 2), as osu_latency does.
 // Every record keeps its per-sample statistics (p50, p99, max, min, mean).
 #include <optional>
 #include <string>
