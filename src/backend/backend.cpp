@@ -60,6 +60,11 @@ std::unique_ptr<Buffer> Backend::allocate_pinned_near(int, Bytes) {
       fmt::format("the {} backend cannot place pinned memory on a NUMA node", name()));
 }
 
+std::unique_ptr<Chain> Backend::make_chain(MemKind, int, Bytes, std::uint64_t) {
+  throw NotSupported(
+      fmt::format("the {} backend has no pointer-chase kernel in this version", name()));
+}
+
 Support Backend::fused_fits(Runtime&, const FusedConfig&) {
   return Support::no(fmt::format(
       "gemm-ar has no fused device operator on the {} backend in this version", name()));

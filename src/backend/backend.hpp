@@ -3,6 +3,7 @@
 // capability queries. Vendor types stay inside backend/<vendor>/.
 // Optional operations answer with Support::no(reason) or throw NotSupported.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -132,6 +133,25 @@ class Copier {
   virtual CopyTiming run(std::span<const CopyOp> ops) = 0;
 };
 
+// A pointer-chase chain in one device's memory (`xferbench latency`): every
+// cache line holds the address of the next, one random cycle through all of
+// them (core/chase.hpp), so a chase is a string of dependent loads, each a
+// miss once the chain is well above the caches.
+class Chain {
+ public:
+  virtual ~Chain() = default;
+  virtual Bytes bytes() const = 0;  // the chain's memory; bytes() / kChaseLine lines
+  // By `chaser`'s cores (host: one thread pinned to its node's CPUs; a GPU:
+  // its SMs), `warmup` chases discarded then `samples` timed ones, each of
+  // `loads` dependent loads and going on where the last stopped: the
+  // nanoseconds per load of each timed chase (its time / loads).
+  virtual std::vector<double> chase(int chaser, int loads, int samples, int warmup) = 0;
+  // Outside timing, by `chaser`: walks the chain from its first line and
+  // says whether it comes back there after exactly bytes() / kChaseLine
+  // loads, each landing on a line of the chain (so it visits every line).
+  virtual bool verify(int chaser) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -179,6 +199,13 @@ class Backend {
   virtual LinkFacts link_facts(int device) const;
   // The clock-hold counters of `device` now (ClockHolds).
   virtual ClockHolds clock_holds(int device) const;
+
+  // The latency family's pointer chase: a chain of `bytes` (0: the
+  // backend's default, well above its caches) in `kind` memory (device:
+  // `device`'s; pinned: host memory), the random cycle drawn from `seed`.
+  // Backends without it throw NotSupported (the records are waived).
+  virtual std::unique_ptr<Chain> make_chain(MemKind kind, int device, Bytes bytes,
+                                            std::uint64_t seed);
 
   // gemm-ar's fused GEMM + AllReduce on this backend's devices (seed 002).
   // fused_fits is local (no communication): whether this rank can run

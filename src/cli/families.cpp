@@ -8,6 +8,7 @@
 #include "family/gemm_ar/gemm_ar_family.hpp"
 #include "family/fleet/fleet_family.hpp"
 #include "family/kv/kv_family.hpp"
+#include "family/latency/latency_family.hpp"
 #include "family/remote/remote_family.hpp"
 
 namespace xb::cli {
@@ -16,6 +17,7 @@ Families all_families() {
   Families f;
   f.push_back(make_copy_family());
   f.push_back(make_remote_family());
+  f.push_back(make_latency_family());
   f.push_back(make_coll_family());
   f.push_back(make_engine_family());
   f.push_back(make_kv_family());

@@ -312,6 +312,15 @@ class MpiRuntime final : public Runtime {
               "MPI_Irecv");
     return std::make_unique<MpiTransfer>(req);
   }
+  void send(std::span<const std::byte> data, int peer, int tag) override {
+    mpi_check(MPI_Send(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD),
+              "MPI_Send");
+  }
+  void recv(std::span<std::byte> data, int peer, int tag) override {
+    mpi_check(MPI_Recv(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+  }
   int max_tag() const override {
     void* v = nullptr;
     int flag = 0;

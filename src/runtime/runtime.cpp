@@ -16,6 +16,18 @@ namespace xb {
 
 const char* to_string(Transport t) { return t == Transport::shm ? "shm" : "rma"; }
 
+void Runtime::send(std::span<const std::byte> data, int peer, int tag) {
+  const auto t = isend(data, peer, tag);
+  while (!t->done()) {
+  }
+}
+
+void Runtime::recv(std::span<std::byte> data, int peer, int tag) {
+  const auto t = irecv(data, peer, tag);
+  while (!t->done()) {
+  }
+}
+
 std::string Runtime::agree(const std::string& local_error) {
   for (const auto& e : allgather(local_error))
     if (!e.empty()) return e;

@@ -95,6 +95,12 @@ class Runtime {
   virtual std::unique_ptr<Transfer> irecv(std::span<std::byte> data, int peer, int tag) = 0;
   // The largest tag isend/irecv take (MPI_TAG_UB, at least 32767).
   virtual int max_tag() const = 0;
+  // Blocking point-to-point (latency's ping-pong): returns once `data` may
+  // be reused (send) or holds the message (recv), polling the library
+  // without a pause meanwhile (MPI: MPI_Send, MPI_Recv). The default spins
+  // on isend/irecv.
+  virtual void send(std::span<const std::byte> data, int peer, int tag);
+  virtual void recv(std::span<std::byte> data, int peer, int tag);
 
   // Collective: the first non-empty `local_error` over the ranks (rank
   // order), on every rank, so all ranks take the same branch.

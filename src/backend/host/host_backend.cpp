@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -214,6 +215,17 @@ void HostBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> sr
 void HostBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
   check_range(src, offset, dst.size(), "read");
   std::memcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size());
+}
+
+Bytes HostBackend::last_level_cache() const {
+  hwloc_topology_t t = topo_->hwloc.get();
+  Bytes biggest = 0;
+  for (int type = HWLOC_OBJ_L1CACHE; type <= HWLOC_OBJ_L5CACHE; ++type)
+    for (hwloc_obj_t o =
+             hwloc_get_next_obj_by_type(t, static_cast<hwloc_obj_type_t>(type), nullptr);
+         o; o = hwloc_get_next_obj_by_type(t, static_cast<hwloc_obj_type_t>(type), o))
+      biggest = std::max<Bytes>(biggest, o->attr->cache.size);
+  return biggest;
 }
 
 const std::vector<unsigned>& HostBackend::device_cpus(int device) const {

@@ -90,6 +90,12 @@ class HostBackend final : public Backend {
   std::unique_ptr<Copier> copier(Method m, const CopierOptions& opts) override;
   // MPI over the runtime's world, in host memory.
   std::unique_ptr<Communicator> communicator(Runtime& rt) override;
+  // Device memory only (a node's); the chain is chased by one worker of the
+  // chaser's engine, on its node's CPUs (host_chase.cpp).
+  std::unique_ptr<Chain> make_chain(MemKind kind, int device, Bytes bytes,
+                                    std::uint64_t seed) override;
+  // The largest cache hwloc reports (the last level), 0 when none.
+  Bytes last_level_cache() const;
 
   // The CPUs a device's workers run on (its node's).
   const std::vector<unsigned>& device_cpus(int device) const;
