@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side, in one invocation: `xferbench latency -t pingpong` (rank 0
-# <-> rank 1 over the runtime's isend/irecv, each round trip timed) and a
+# <-> rank 1 over the runtime's blocking send/recv, each round trip timed) and a
 # plain MPI_Send/MPI_Recv ping-pong loop (bench/mpi_pingpong_loop.c), 2
 # ranks, same sizes, iterations and warm-up; with OSU_DIR (a folder holding
 # a built OSU micro-benchmarks; never fetched here) osu_latency runs too.
@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
 iters=${2:-10000}
-rounds=${3:-5}
+rounds=${3:-11}  # this VM's latency flips between two states for seconds: use many rounds
 osu_dir=${4:-}
 warmup=$((iters / 10 + 1))
 loop=$(dirname "$xb")/bench/mpi_pingpong_loop

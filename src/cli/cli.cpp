@@ -17,7 +17,10 @@ constexpr const char* kFooter = R"(Examples:
   xferbench copy                       h2d, d2h, d2d on every device, 2 B..32 MiB, dma and core
   xferbench copy -t d2d -s 256M --threads 2 --format json -o d2d.json
   XFERBENCH_HOST_DEVICES=4 xferbench copy -t p2p --bidir
+  xferbench copy -t all_to_host,host_to_all    every device at once: each device and the sum
   mpiexec -n 2 xferbench remote        get from a peer rank: core (staged) vs dma (engine)
+  mpiexec -n 2 xferbench remote --window 64 -b 8 -e 4K    message rate
+  mpiexec -n 2 xferbench latency       pointer chase between nodes, ping-pong p50/p99/max
   mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
   xferbench engine selftest            UCX transfer engine, server and client in one process
   mpiexec -n 3 xferbench kv            KV-cache block get/put among ranks
