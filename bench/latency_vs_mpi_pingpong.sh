@@ -21,9 +21,12 @@ loop=$(dirname "$xb")/bench/mpi_pingpong_loop
 sizes=(8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536)
 [ -x "$xb" ] && [ -x "$loop" ] || { echo "build first (make build)"; exit 2; }
 osu=""
+osu_range=""
 if [ -n "$osu_dir" ]; then
   osu=$(find "$osu_dir" -name osu_latency -type f -perm -u+x 2>/dev/null | head -1)
   [ -n "$osu" ] || { echo "no executable osu_latency under $osu_dir"; exit 2; }
+  osu_range=""
+  if "$osu" -h 2>&1 | grep -q -- "-m"; then osu_range="-m 8:65536"; fi
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
@@ -31,7 +34,9 @@ for r in $(seq 1 "$rounds"); do
     --format json -o "$tmp/xb$r.json" -q
   mpiexec -n 2 "$loop" "$iters" "$warmup" "${sizes[@]}" > "$tmp/raw$r.txt"
   if [ -n "$osu" ]; then
-    mpiexec -n 2 "$osu" -m 8:65536 -i "$iters" -x "$warmup" > "$tmp/osu$r.txt"
+    # -m (a size range) came with OSU 5.4; older ones print every size and the parser picks ours
+    # shellcheck disable=SC2086
+    mpiexec -n 2 "$osu" $osu_range -i "$iters" -x "$warmup" > "$tmp/osu$r.txt"
   fi
 done
 /usr/bin/python3 - "$tmp" "$rounds" "$iters" "$osu" <<'PY'
