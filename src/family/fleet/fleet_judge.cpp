@@ -166,10 +166,18 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
                         v == Verdict::fail ? "slow with every partner"
                                            : "below the other hosts with most partners",
                         j.tx[static_cast<std::size_t>(i)], j.rx[static_cast<std::size_t>(i)]);
-      if (txq < t.grade.warn_below && rxq >= t.grade.warn_below)
+      // One direction is the cause where it alone is below the warning
+      // line, or where both are but it is worse than the other by more than
+      // the fail line (a receive fault under noise: 0.04 receiving, 0.78
+      // sending; a fault of both ways keeps them alike).
+      const bool tx_worse =
+          txq < t.grade.warn_below && (rxq >= t.grade.warn_below || txq < rxq * t.grade.fail_below);
+      const bool rx_worse =
+          rxq < t.grade.warn_below && (txq >= t.grade.warn_below || rxq < txq * t.grade.fail_below);
+      if (tx_worse)
         why +=
             "its transmit path (NIC transmit, egress shaping, the cable or port toward the fabric)";
-      else if (rxq < t.grade.warn_below && txq >= t.grade.warn_below)
+      else if (rx_worse)
         why += "its receive path (NIC receive, ingress policing, the port from the fabric)";
       else
         why += "its NIC, cable, switch port, PCIe slot or NUMA placement";
