@@ -2,15 +2,10 @@
 
 #include <numeric>
 
+#include "core/pattern.hpp"
+
 namespace xb {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 // Nearly uniform in [0, bound): bound < 2^32, so the modulo's bias is below 2^-32.
 std::uint64_t below(std::uint64_t& state, std::uint64_t bound) { return splitmix64(state) % bound; }

@@ -5,14 +5,8 @@
 namespace xb {
 namespace {
 
-// splitmix64: a cheap bijective mix, so neighbouring words never repeat and
-// a shifted or stale copy is caught.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+// splitmix64's mix, so a shifted or stale copy is caught.
+std::uint64_t mix(std::uint64_t x) { return splitmix64_mix(x); }
 
 std::byte byte_at(std::uint64_t seed, std::uint64_t pos) {
   const std::uint64_t word = mix(seed * 0x100000001B3ULL ^ (pos / 8));

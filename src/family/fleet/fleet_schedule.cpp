@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
+#include "core/pattern.hpp"
+
 namespace xb {
-namespace {
-
-std::uint64_t splitmix64(std::uint64_t& x) {
-  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 std::vector<std::vector<FleetPair>> circle_rounds(int n) {
   std::vector<std::vector<FleetPair>> rounds;
