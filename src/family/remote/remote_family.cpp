@@ -30,7 +30,9 @@ std::vector<RemoteOp> parse_ops(const std::string& text) {
 class RemoteFamily final : public Family {
  public:
   RemoteFamily() {
-    schema_.add(remote_field::cycles, FieldRole::metric, "device counter cycles per transfer")
+    schema_
+        .add(remote_field::cycles, FieldRole::metric,
+             "device counter cycles per transfer (with --window: per N messages)")
         .add(remote_field::transport, FieldRole::key, "shm, rma (host windows) or ipc")
         .add(remote_field::threads, FieldRole::key,
              "dma workers (host) or core blocks (cuda) of a --threads list run")
