@@ -25,10 +25,14 @@ std::string table_footer(const Report& r) {
   }
   out += fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),
                      count[Status::ok], count[Status::waived], count[Status::failed]);
-  for (const auto& x : r.results)
-    if (x.status == Status::failed)
+  for (const auto& x : r.results) {
+    if (x.status != Status::failed) continue;
+    if (x.bytes == 0)  // a verdict (doctor, fleet): its check and where, nothing moved
+      out += fmt::format("  failed: {} {}: {}\n", x.kase, x.method, x.reason);
+    else
       out += fmt::format("  failed: {} {} {}->{} {} B: {}\n", x.kase, x.method, x.src, x.dst,
                          x.bytes, x.reason);
+  }
   return out;
 }
 
