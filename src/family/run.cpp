@@ -317,6 +317,14 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+std::vector<std::string> option_list(const std::string& option, const std::string& text,
+                                     const std::string& example) {
+  if (!text.empty() &&
+      (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos))
+    throw UsageError(fmt::format("{} '{}': an empty item (give {})", option, text, example));
+  return split_list(text);
+}
+
 ThreadCounts parse_thread_counts(const std::string& text, int max) {
   ThreadCounts c;
   if (text == "sweep") {

@@ -27,7 +27,7 @@ struct RunOptions {
   int iters = 0;      // -n: 0 = the family's default
   int warmup = -1;    // -w: -1 = the family's default
   bool no_check = false;
-  int ranks = 0;  // --ranks: 0 = as launched
+  int ranks = 0;         // --ranks: 0 = as launched
   std::string duration;  // --duration: repeat for this long ("10m")
   int cycles = -1;       // --cycles: repeat this many times, 0 until stopped; -1 not given
 
@@ -128,6 +128,10 @@ void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min
 std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
                             double default_factor);
 std::vector<std::string> split_list(const std::string& s);
+// The items of an option's comma list; an empty item ("a,,b", a trailing
+// comma) is a UsageError naming the option and giving `example`.
+std::vector<std::string> option_list(const std::string& option, const std::string& text,
+                                     const std::string& example);
 // "4096,65536": sizes, counts, any integers.
 template <class T>
 std::string join_numbers(const std::vector<T>& values) {

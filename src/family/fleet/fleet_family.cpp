@@ -361,10 +361,7 @@ int FleetFamily::run(const Invocation& inv) {
   cfg_.pair.warmup = run_.warmup_or(1);
   cfg_.pair.check = !run_.no_check;
   cfg_.census = !no_census_;
-  cfg_.exclude = split_list(exclude_);
-  if (!exclude_.empty() && (exclude_.front() == ',' || exclude_.back() == ',' ||
-                            exclude_.find(",,") != std::string::npos))
-    throw UsageError(fmt::format("--exclude '{}': an empty item (give HOST[,HOST...])", exclude_));
+  cfg_.exclude = option_list("--exclude", exclude_, "HOST[,HOST...]");
   cfg_.thresholds.grade.warn_below = std::max(0.8, cfg_.thresholds.grade.fail_below);
   const std::vector<host::Throttle> throttle = [] {
     const char* t = std::getenv("XFERBENCH_HOST_THROTTLE");
