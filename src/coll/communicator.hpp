@@ -5,14 +5,22 @@
 // library's memory kind (host for MPI, device for NCCL/HCCL). Counts follow
 // nccl-tests: allreduce, broadcast, reduce, sendrecv take the message's
 // element count; allgather the per-rank send count; reducescatter the
-// per-rank receive count; alltoall the count per peer. In place:
-// `send == recv`, except allgather, whose input already sits at its slot of
-// the result: `send == recv + rank * count`.
+// per-rank receive count; alltoall the count per peer; gather the per-rank
+// send count; scatter the per-rank receive count. In place: `send == recv`,
+// except allgather and gather, whose input already sits at its slot of the
+// result (`send == recv + rank * count`), and scatter, whose result is this
+// rank's slot of the input (`recv == send + rank * count`).
+// A library without a collective keeps the default, which throws
+// NotSupported: its records are `waived` with that reason.
+#include <fmt/format.h>
+
 #include <memory>
+#include <span>
 #include <string>
 
 #include "coll/dtype.hpp"
 #include "coll/model.hpp"
+#include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/registry.hpp"
 #include "runtime/runtime.hpp"
@@ -58,6 +66,27 @@ class Communicator {
   virtual void alltoall(const void* send, void* recv, std::size_t count_per_peer, DType t) = 0;
   // Sends to rank+1 and receives from rank-1 (a ring step, nccl-tests' sendrecv).
   virtual void sendrecv(const void* send, void* recv, std::size_t count, DType t) = 0;
+  // The root receives every rank's `send_count` elements, rank r's at
+  // r * send_count of `recv` (`recv` matters at the root only).
+  virtual void gather(const void* /*send*/, void* /*recv*/, std::size_t /*send_count*/, DType,
+                      int /*root*/) {
+    throw NotSupported(fmt::format("{} has no gather", name()));
+  }
+  // Rank r receives `recv_count` elements of the root's `send`, from r * recv_count.
+  virtual void scatter(const void* /*send*/, void* /*recv*/, std::size_t /*recv_count*/, DType,
+                       int /*root*/) {
+    throw NotSupported(fmt::format("{} has no scatter", name()));
+  }
+  // Uneven all-to-all: `send_counts[d]` elements from `send + send_displs[d]`
+  // go to rank d; `recv_counts[s]` elements from rank s land at
+  // `recv + recv_displs[s]`. Counts and displacements in elements, size()
+  // entries each. Never in place (the two layouts differ under skew).
+  virtual void alltoallv(const void* /*send*/, std::span<const std::size_t> /*send_counts*/,
+                         std::span<const std::size_t> /*send_displs*/, void* /*recv*/,
+                         std::span<const std::size_t> /*recv_counts*/,
+                         std::span<const std::size_t> /*recv_displs*/, DType) {
+    throw NotSupported(fmt::format("{} has no alltoallv", name()));
+  }
   // Waits until this rank's issued collectives are complete (device streams).
   virtual void synchronize() = 0;
   // Whether the library runs its calls on a device stream (then it has

@@ -12,7 +12,18 @@
 
 namespace xb {
 
-enum class CollOp { allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv };
+enum class CollOp {
+  allreduce,
+  allgather,
+  reducescatter,
+  broadcast,
+  reduce,
+  alltoall,
+  sendrecv,
+  gather,
+  scatter,
+  alltoallv
+};
 
 const char* to_string(CollOp op);
 // One name or "all". Throws UsageError for an unknown collective.
