@@ -19,9 +19,7 @@ double input_value(const CollCase& c, int r, std::size_t i) {
   }
 }
 
-namespace {
-
-double reduced(const CollCase& c, std::size_t i) {
+double reduced_value(const CollCase& c, std::size_t i) {
   double acc = input_value(c, 0, i);
   for (int r = 1; r < c.nranks; ++r) {
     const double v = input_value(c, r, i);
@@ -42,31 +40,12 @@ double reduced(const CollCase& c, std::size_t i) {
   return c.redop == RedOp::avg ? acc / c.nranks : acc;
 }
 
-}  // namespace
-
-bool receives(const CollCase& c, int rank) { return c.op != CollOp::reduce || rank == c.root; }
+bool receives(const CollCase& c, int rank) {
+  return !spec(c.op).root_only_receives || rank == c.root;
+}
 
 double expected_value(const CollCase& c, int rank, std::size_t i, const CollCounts& k) {
-  const auto n = static_cast<std::size_t>(c.nranks);
-  switch (c.op) {
-    case CollOp::allreduce:
-    case CollOp::reduce:
-      return reduced(c, i);
-    case CollOp::reducescatter:
-      return reduced(c, static_cast<std::size_t>(rank) * k.recv + i);
-    case CollOp::allgather:
-      return input_value(c, static_cast<int>(i / k.send), i % k.send);
-    case CollOp::broadcast:
-      return input_value(c, c.root, i);
-    case CollOp::alltoall: {  // block p came from rank p: its block for us
-      const std::size_t per = k.count;
-      return input_value(c, static_cast<int>(i / per),
-                         static_cast<std::size_t>(rank) * per + i % per);
-    }
-    case CollOp::sendrecv:
-      return input_value(c, static_cast<int>((static_cast<std::size_t>(rank) + n - 1) % n), i);
-  }
-  return 0;
+  return spec(c.op).expected(c, rank, i, k);
 }
 
 void fill_inputs(const CollCase& c, int rank, void* send, std::size_t count) {
@@ -76,7 +55,8 @@ void fill_inputs(const CollCase& c, int rank, void* send, std::size_t count) {
 std::size_t count_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& k) {
   if (!receives(c, rank)) return 0;
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < k.recv; ++i) {
+  const std::size_t n = k.recv_of(rank);
+  for (std::size_t i = 0; i < n; ++i) {
     // The expectation goes through the same dtype rounding as the data.
     const double got = load(c.dtype, recv, i);
     double want_stored[1];

@@ -10,19 +10,14 @@
 
 namespace xb {
 
-struct CollCase {
-  CollOp op;
-  DType dtype;
-  RedOp redop = RedOp::sum;
-  int nranks = 1;
-  int root = 0;
-};
-
 // Value of element i of rank r's send buffer.
 double input_value(const CollCase& c, int r, std::size_t i);
-// Value element i of `rank`'s receive buffer must hold after the collective.
+// Element i of the reduction over every rank's input (c.redop).
+double reduced_value(const CollCase& c, std::size_t i);
+// Value element i of `rank`'s receive buffer must hold after the collective
+// (the collective's row: CollSpec::expected).
 double expected_value(const CollCase& c, int rank, std::size_t i, const CollCounts& counts);
-// Whether `rank`'s receive buffer is defined (reduce: only at the root).
+// Whether `rank`'s receive buffer is defined (reduce, gather: only at the root).
 bool receives(const CollCase& c, int rank);
 
 // Fills rank's send buffer; counts mismatching elements of its receive buffer.

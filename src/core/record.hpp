@@ -20,7 +20,9 @@ enum class Status { ok, waived, failed };
 const char* to_string(Status s);
 
 // A family-specific field (coll: busbw, remote: cycles, ...), kept in order.
-using FieldValue = std::variant<std::int64_t, double, std::string, bool>;
+// Lists come last: the wire format stores the index.
+using FieldValue = std::variant<std::int64_t, double, std::string, bool, std::vector<std::int64_t>,
+                                std::vector<double>>;
 using Field = std::pair<std::string, FieldValue>;
 
 // The typed name of a family field: families declare theirs once
@@ -29,8 +31,10 @@ using Field = std::pair<std::string, FieldValue>;
 template <class T>
 struct FieldKey {
   static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, double> ||
-                    std::is_same_v<T, std::string> || std::is_same_v<T, bool>,
-                "a field is an int64, a double, a string or a bool");
+                    std::is_same_v<T, std::string> || std::is_same_v<T, bool> ||
+                    std::is_same_v<T, std::vector<std::int64_t>> ||
+                    std::is_same_v<T, std::vector<double>>,
+                "a field is an int64, a double, a string, a bool or a list of numbers");
   using type = T;
   std::string_view name;
 };

@@ -22,8 +22,14 @@ FieldValue field_from(const json& j) {
       return j.at(1).get<double>();
     case 2:
       return j.at(1).get<std::string>();
-    default:
+    case 3:
       return j.at(1).get<bool>();
+    case 4:
+      return j.at(1).get<std::vector<std::int64_t>>();
+    case 5:
+      return j.at(1).get<std::vector<double>>();
+    default:
+      throw RuntimeError("records wire: unknown field type");
   }
 }
 

@@ -17,7 +17,7 @@ enum class FieldRole {
   metric,  // a measured figure: coll's busbw, remote's cycles
   info,    // anything else: a count, a verdict
 };
-enum class FieldType { int64, number, text, boolean };
+enum class FieldType { int64, number, text, boolean, list };  // list: of numbers
 
 struct FieldSpec {
   std::string name;
@@ -31,7 +31,8 @@ constexpr FieldType field_type_of() {
   if constexpr (std::is_same_v<T, std::int64_t>) return FieldType::int64;
   if constexpr (std::is_same_v<T, double>) return FieldType::number;
   if constexpr (std::is_same_v<T, std::string>) return FieldType::text;
-  return FieldType::boolean;
+  if constexpr (std::is_same_v<T, bool>) return FieldType::boolean;
+  return FieldType::list;
 }
 
 class RecordSchema {

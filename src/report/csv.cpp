@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -20,6 +21,9 @@ std::string value_text(const FieldValue& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
           return quote(x);
+        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>> ||
+                             std::is_same_v<T, std::vector<double>>) {
+          return fmt::format("{}", fmt::join(x, ";"));  // one cell: numbers split by ';'
         } else if constexpr (std::is_same_v<T, bool>) {
           return x ? "true" : "false";
         } else {

@@ -2,6 +2,7 @@
 #include "report/table_kit.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace xb {
 
@@ -42,6 +43,10 @@ std::string field_text(const FieldValue& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
           return x;
+        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+          return fmt::format("{}", fmt::join(x, ","));
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          return fmt::format("{:.6g}", fmt::join(x, ","));
         } else if constexpr (std::is_same_v<T, double>) {
           return fmt::format("{:.6g}", x);
         } else {

@@ -147,14 +147,84 @@ TEST(Coll, EveryCollectiveDtypeAndRedopIsExact) {
   const CollConfig cfg = tiny();
   validate_coll(rt.size(), cfg);
   const CollResult res = run_coll(rt, *comm, *backend, cfg);
-  // (3 reductions x 5 redops + 4 others) x 8 dtypes x 2 sizes x 2 placements
-  ASSERT_EQ(res.records.size(), (3u * 5u + 4u) * 8u * 2u * 2u);
+  // Per row: its redops (5 or 1) x every dtype x 2 sizes x 2 placements.
+  std::size_t want = 0;
+  for (const CollSpec& s : collectives()) want += (s.reduction ? 5u : 1u);
+  ASSERT_EQ(res.records.size(), want * cfg.dtypes.size() * 2u * 2u);
   for (const auto& r : res.records) {
+    if (r.kase == "alltoallv" && r.get_or(coll_field::inplace, false)) {
+      EXPECT_EQ(r.status, Status::waived);
+      EXPECT_EQ(r.reason, "alltoallv has no in-place form");
+      continue;
+    }
     EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;
     EXPECT_EQ(r.verified, std::optional<bool>(true));
     EXPECT_GT(r.time_us.median, 0.0);
   }
-  EXPECT_EQ(res.summary.size(), 7u);
+  EXPECT_EQ(res.summary.size(), collectives().size());
+}
+
+TEST(Coll, SkewedAlltoallvIsExactAndCarriesItsCounts) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  auto comm = make_mpi_communicator(rt);
+  for (const char* skew : {"zipf:1.2", "hot:1:0.5", "uniform"}) {
+    CollConfig cfg = one_case(CollOp::alltoallv, DType::int32, 1, 1);
+    cfg.skew = parse_skew(skew);
+    cfg.sizes = {4096, 4 * 1000 + 4};  // not a multiple of the ranks: alltoallv needs none
+    validate_coll(rt.size(), cfg);
+    const CollResult res = run_coll(rt, *comm, *backend, cfg);
+    ASSERT_EQ(res.records.size(), 2u);
+    for (const auto& r : res.records) {
+      EXPECT_EQ(r.status, Status::ok) << skew << " " << r.reason;
+      EXPECT_EQ(r.get_or(coll_field::wrong, std::int64_t{-1}), 0);
+      EXPECT_EQ(r.get_or(coll_field::skew, std::string()), skew);
+      const auto pairs = r.get_or(coll_field::pair_counts, std::vector<std::int64_t>{});
+      ASSERT_EQ(pairs.size(), static_cast<std::size_t>(rt.size() * rt.size()));
+      std::int64_t row = 0;
+      for (int d = 0; d < rt.size(); ++d) row += pairs[static_cast<std::size_t>(d)];
+      EXPECT_EQ(row, static_cast<std::int64_t>(r.bytes / 4));
+    }
+  }
+}
+
+TEST(Coll, AWrongAlltoallvElementIsCounted) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  auto comm = make_mpi_communicator(rt);
+  CollConfig cfg = one_case(CollOp::alltoallv, DType::int32, 1, 0);
+  cfg.skew = parse_skew("zipf:1.2");
+  cfg.before_check = [&](const CollCase&, void* recv, std::size_t count) {
+    if (rt.rank() == 0 && count > 0) static_cast<std::int32_t*>(recv)[count - 1] += 1;
+  };
+  const CollResult res = run_coll(rt, *comm, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 1u);
+  EXPECT_EQ(res.records[0].status, Status::failed);
+  EXPECT_EQ(res.records[0].get_or(coll_field::wrong, std::int64_t{-1}), 1);
+}
+
+// A rank slowed on purpose is the one the others waited for.
+TEST(Coll, TheSlowedRankIsNamed) {
+  Runtime& rt = test_runtime();
+  if (rt.size() < 2) GTEST_SKIP() << "needs two ranks";
+  auto backend = make_backend("host");
+  auto comm = make_mpi_communicator(rt);
+  CollConfig cfg = one_case(CollOp::allreduce, DType::float32, 8, 1);
+  cfg.slow_rank = rt.size() - 1;
+  cfg.slow_us = 3000;
+  cfg.samples = true;
+  const CollResult res = run_coll(rt, *comm, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 1u);
+  const Record& r = res.records[0];
+  EXPECT_EQ(r.get_or(coll_field::slowest_rank, std::int64_t{-1}), rt.size() - 1);
+  EXPECT_TRUE(names_straggler(r)) << r.get_or(coll_field::rank_spread, 0.0);
+  EXPECT_EQ(r.get_or(coll_field::samples_us, std::vector<double>{}).size(),
+            static_cast<std::size_t>(rt.size() * 8));
+  EXPECT_EQ(r.get_or(coll_field::rank_median_us, std::vector<double>{}).size(),
+            static_cast<std::size_t>(rt.size()));
+  // Without the knob nobody is convicted.
+  cfg.slow_rank = -1;
+  EXPECT_FALSE(names_straggler(run_coll(rt, *comm, *backend, cfg).records.at(0)));
 }
 
 TEST(Coll, AnInjectedWrongElementIsCounted) {

@@ -150,6 +150,55 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
       return r;
     });
   }
+  // NCCL 2.28 has gather and scatter; before it, they are grouped sends and receives.
+  void gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    XB_NCCL(ncclGather(send, recv, count, nccl_type(t), root, comm_, stream_));
+#else
+    const std::size_t bytes = count * dtype_size(t);
+    grouped([&] {
+      ncclResult_t r = ncclSend(send, count, nccl_type(t), root, comm_, stream_);
+      for (int p = 0; rank_ == root && p < size_ && r == ncclSuccess; ++p)
+        r = ncclRecv(static_cast<std::byte*>(recv) + static_cast<std::size_t>(p) * bytes, count,
+                     nccl_type(t), p, comm_, stream_);
+      return r;
+    });
+#endif
+  }
+  void scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    XB_NCCL(ncclScatter(send, recv, count, nccl_type(t), root, comm_, stream_));
+#else
+    const std::size_t bytes = count * dtype_size(t);
+    grouped([&] {
+      ncclResult_t r = ncclSuccess;
+      for (int p = 0; rank_ == root && p < size_ && r == ncclSuccess; ++p)
+        r = ncclSend(static_cast<const std::byte*>(send) + static_cast<std::size_t>(p) * bytes,
+                     count, nccl_type(t), p, comm_, stream_);
+      return r != ncclSuccess ? r : ncclRecv(recv, count, nccl_type(t), root, comm_, stream_);
+    });
+#endif
+  }
+  // NCCL has no alltoallv: one group of a send and a receive per peer.
+  void alltoallv(const void* send, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displs, void* recv,
+                 std::span<const std::size_t> recv_counts,
+                 std::span<const std::size_t> recv_displs, DType t) override {
+    const std::size_t es = dtype_size(t);
+    grouped([&] {
+      ncclResult_t r = ncclSuccess;
+      for (int p = 0; p < size_ && r == ncclSuccess; ++p) {
+        const auto q = static_cast<std::size_t>(p);
+        if (send_counts[q] > 0)
+          r = ncclSend(static_cast<const std::byte*>(send) + send_displs[q] * es, send_counts[q],
+                       nccl_type(t), p, comm_, stream_);
+        if (r == ncclSuccess && recv_counts[q] > 0)
+          r = ncclRecv(static_cast<std::byte*>(recv) + recv_displs[q] * es, recv_counts[q],
+                       nccl_type(t), p, comm_, stream_);
+      }
+      return r;
+    });
+  }
   void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
     send = apart(send, recv, count * dtype_size(t));
     grouped([&] {

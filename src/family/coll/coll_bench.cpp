@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <map>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
+#include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "family/run.hpp"
 
@@ -19,14 +23,14 @@ struct CollBuffers {
   std::vector<std::byte> host;  // staging for fill and check
 };
 
-CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, CollOp op, DType t) {
+CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, const CollCase& c) {
   std::size_t send = 0, recv = 0;
   for (Bytes n : cfg.sizes) {
-    const CollCounts k = coll_counts(op, n, t, comm.size());
+    const CollCounts k = coll_counts(c, n);
     send = std::max(send, k.send);
     recv = std::max(recv, k.recv);
   }
-  const std::size_t es = dtype_size(t);
+  const std::size_t es = dtype_size(c.dtype);
   CollBuffers bufs;
   bufs.send = b.allocate(comm.buffer_kind(), comm.device(), std::max<Bytes>(send * es, 1));
   bufs.recv = b.allocate(comm.buffer_kind(), comm.device(), std::max<Bytes>(recv * es, 1));
@@ -37,52 +41,38 @@ CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, Coll
   return bufs;
 }
 
-// One collective call, placed out of place or in place.
+// One collective call, placed out of place or in place: its row's call.
 struct Call {
   Communicator& comm;
-  CollCase c;
-  CollCounts k;
-  void* send;
+  const CollCase& c;
+  const CollCounts& k;
+  const void* send;
   void* recv;
 
-  void operator()() const {
-    switch (c.op) {
-      case CollOp::allreduce:
-        return comm.allreduce(send, recv, k.count, c.dtype, c.redop);
-      case CollOp::allgather:
-        return comm.allgather(send, recv, k.count, c.dtype);
-      case CollOp::reducescatter:
-        return comm.reducescatter(send, recv, k.count, c.dtype, c.redop);
-      case CollOp::broadcast:
-        return comm.broadcast(send, recv, k.count, c.dtype, c.root);
-      case CollOp::reduce:
-        return comm.reduce(send, recv, k.count, c.dtype, c.redop, c.root);
-      case CollOp::alltoall:
-        return comm.alltoall(send, recv, k.count, c.dtype);
-      case CollOp::sendrecv:
-        return comm.sendrecv(send, recv, k.count, c.dtype);
-    }
-  }
+  void operator()() const { spec(c.op).call(comm, CollCall{c, k, send, recv}); }
 };
 
 // Places the inputs, returns the call and where its result will be.
 Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
            const CollCounts& k, bool inplace, Bytes* result_offset) {
   const std::size_t es = dtype_size(c.dtype);
+  const auto rank = static_cast<std::size_t>(comm.rank());
   fill_inputs(c, comm.rank(), bufs.host.data(), k.send);
+  const InPlace how = spec(c.op).inplace;
   Buffer& in = inplace ? *bufs.inplace : *bufs.send;
-  // In-place allgather: this rank's part already sits at its slot of the result.
-  const Bytes in_off = inplace && c.op == CollOp::allgather ? comm.rank() * k.send * es : 0;
+  // In-place allgather, gather: this rank's part already sits at its slot of the result.
+  const Bytes in_off = inplace && how == InPlace::input_slot ? rank * k.send * es : 0;
   b.write(in, in_off, std::span<const std::byte>(bufs.host.data(), k.send * es));
   auto* base_in = static_cast<std::byte*>(in.data());
   if (!inplace) {
     *result_offset = 0;
     return {comm, c, k, base_in, bufs.recv->data()};
   }
-  *result_offset =
-      c.op == CollOp::reducescatter ? comm.inplace_result_offset(c.op, k.recv) * es : 0;
-  return {comm, c, k, base_in + in_off,
-          c.op == CollOp::allgather ? static_cast<void*>(base_in) : base_in};
+  *result_offset = how == InPlace::library       ? comm.inplace_result_offset(c.op, k.recv) * es
+                   : how == InPlace::result_slot ? rank * k.recv * es
+                                                 : 0;
+  if (how == InPlace::result_slot) return {comm, c, k, base_in, base_in + *result_offset};
+  return {comm, c, k, base_in + in_off, base_in};
 }
 
 // Queues `calls` on the library's stream; with `graph`, captured into a
@@ -100,36 +90,65 @@ void enqueue_captured(Communicator& comm, bool graph, const std::function<void()
   if (graph) comm.end_capture_and_replay();
 }
 
-// Each rank's statistics over its own iterations, then each statistic
-// aggregated over the ranks (max by default). Pairing iteration i of one rank
-// with iteration i of another would charge back-to-back collectives for the
-// skew between ranks; nccl-tests likewise aggregates per-rank averages.
-Stats time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollConfig& cfg) {
+// Each rank's iterations, and the time each spent inside the call.
+struct Timed {
+  std::vector<double> iter, in_call;
+};
+
+// Every rank's samples on every rank (records are identical everywhere).
+RankTimes gather_times(Runtime& rt, const Timed& mine) {
+  std::string wire(sizeof(double) * (mine.iter.size() + mine.in_call.size()), '\0');
+  std::memcpy(wire.data(), mine.iter.data(), sizeof(double) * mine.iter.size());
+  std::memcpy(wire.data() + sizeof(double) * mine.iter.size(), mine.in_call.data(),
+              sizeof(double) * mine.in_call.size());
+  RankTimes all;
+  for (const std::string& w : rt.allgather(wire)) {
+    const std::size_t n = w.size() / sizeof(double) / 2;
+    std::vector<double> v(2 * n);
+    std::memcpy(v.data(), w.data(), sizeof(double) * 2 * n);
+    all.iter.emplace_back(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+    all.in_call.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
+  }
+  return all;
+}
+
+// Each rank's own iterations (pairing iteration i of one rank with
+// iteration i of another would charge back-to-back collectives for the skew
+// between ranks; nccl-tests likewise aggregates per-rank averages), gathered.
+RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollConfig& cfg) {
   auto marks = comm.on_stream() ? comm.stream_marks(cfg.iters + 1) : nullptr;  // outside timing
+  const bool slow = comm.rank() == cfg.slow_rank && cfg.slow_us > 0;
+  const auto lag = std::chrono::duration<double, std::micro>(cfg.slow_us);
   rt.barrier(Runtime::Wait::spin);
   for (int i = 0; i < cfg.warmup; ++i) call();
   comm.synchronize();
   rt.barrier(Runtime::Wait::spin);  // the timed calls start together
-  std::vector<double> us;
+  Timed mine;
   if (marks) {
-    us = time_on_stream(comm, *marks, call, cfg.iters, cfg.graph);
+    const std::function<void()> slowed = [&] {
+      if (slow) std::this_thread::sleep_for(lag);
+      call();
+    };
+    mine.iter = time_on_stream(comm, *marks, slowed, cfg.iters, cfg.graph);
+    mine.in_call = mine.iter;  // the device's clock: no arrival to split off
   } else {
-    us.reserve(static_cast<std::size_t>(cfg.iters));
+    mine.iter.reserve(static_cast<std::size_t>(cfg.iters));
+    mine.in_call.reserve(static_cast<std::size_t>(cfg.iters));
+    // An iteration starts where the last one ended: a rank that is late to
+    // its next call (descheduled, slowed) has that lateness in [t0, t1).
+    auto t0 = Clock::now();
     for (int i = 0; i < cfg.iters; ++i) {
-      const auto t0 = Clock::now();
+      if (slow) std::this_thread::sleep_for(lag);
+      const auto t1 = Clock::now();
       call();
       comm.synchronize();
-      us.push_back(elapsed_us(t0, Clock::now()));
+      const auto t2 = Clock::now();
+      mine.iter.push_back(elapsed_us(t0, t2));
+      mine.in_call.push_back(elapsed_us(t1, t2));
+      t0 = t2;
     }
   }
-  const Stats mine = compute_stats(us);
-  std::vector<double> v{mine.min, mine.median, mine.mean, mine.max, mine.p99, mine.cv};
-  rt.reduce(v, cfg.agg == TimeAgg::min   ? Runtime::Reduce::min
-               : cfg.agg == TimeAgg::max ? Runtime::Reduce::max
-                                         : Runtime::Reduce::sum);
-  if (cfg.agg == TimeAgg::avg)
-    for (auto& x : v) x /= rt.size();
-  return {v[0], v[1], v[2], v[3], v[4], v[5]};
+  return gather_times(rt, mine);
 }
 
 // A fresh run outside timing, into a poisoned output (out of place), and
@@ -141,20 +160,47 @@ std::int64_t check(Runtime& rt, Backend& b, Communicator& comm, CollBuffers& buf
   Bytes off = 0;
   const Call call = place(b, comm, bufs, c, k, inplace, &off);
   const std::size_t es = dtype_size(c.dtype);
-  if (!inplace && k.recv > 0) {  // 0xFF: NaN in every float type, -1 in the integers
-    std::fill_n(bufs.host.begin(), k.recv * es, std::byte{0xFF});
-    b.write(*bufs.recv, off, std::span<const std::byte>(bufs.host.data(), k.recv * es));
+  const std::size_t n = k.recv_of(comm.rank());
+  if (!inplace && n > 0) {  // 0xFF: NaN in every float type, -1 in the integers
+    std::fill_n(bufs.host.begin(), n * es, std::byte{0xFF});
+    b.write(*bufs.recv, off, std::span<const std::byte>(bufs.host.data(), n * es));
   }
   enqueue_captured(comm, cfg.graph && comm.on_stream(), call);
   comm.synchronize();
   std::size_t wrong = 0;
   if (receives(c, comm.rank())) {
     Buffer& out = inplace ? *bufs.inplace : *bufs.recv;
-    b.read(out, off, std::span(bufs.host.data(), k.recv * es));
-    if (cfg.before_check) cfg.before_check(c, bufs.host.data(), k.recv);
+    b.read(out, off, std::span(bufs.host.data(), n * es));
+    if (cfg.before_check) cfg.before_check(c, bufs.host.data(), n);
     wrong = count_wrong(c, comm.rank(), bufs.host.data(), k);
   }
   return static_cast<std::int64_t>(rt.sum(static_cast<double>(wrong)));
+}
+
+// The skew's fields on alltoallv records.
+void set_skew(Record& r, const CollCase& c, const CollCounts& k) {
+  if (c.op != CollOp::alltoallv) return;
+  r.set(coll_field::skew, to_string(c.skew));
+  r.set(coll_field::pair_counts, std::vector<std::int64_t>(k.pairs.begin(), k.pairs.end()));
+}
+
+// The slowest rank and, with --samples, every rank's iterations.
+void set_ranks(Record& r, const RankTimes& t, const std::vector<std::string>& hosts,
+               const CollConfig& cfg) {
+  const Straggler s = find_straggler(t);
+  if (s.rank >= 0) {
+    r.set(coll_field::slowest_rank, std::int64_t{s.rank});
+    r.set(coll_field::slowest_host, hosts.at(static_cast<std::size_t>(s.rank)));
+    r.set(coll_field::rank_spread, s.spread);
+    r.set(coll_field::slowest_share, s.share);
+  }
+  if (!cfg.samples) return;
+  std::vector<double> iter, in_call;
+  for (const auto& v : t.iter) iter.insert(iter.end(), v.begin(), v.end());
+  for (const auto& v : t.in_call) in_call.insert(in_call.end(), v.begin(), v.end());
+  r.set(coll_field::rank_median_us, s.own_us);
+  r.set(coll_field::samples_us, std::move(iter));
+  r.set(coll_field::in_call_us, std::move(in_call));
 }
 
 Record make_record(const CollCase& c, const CollCounts& k, Bytes bytes, bool inplace,
@@ -176,6 +222,7 @@ Record make_record(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
   r.set(coll_field::algbw, algbw);
   r.set(coll_field::busbw, busbw);
   r.set(coll_field::wrong, cfg.check ? wrong : std::int64_t{-1});
+  set_skew(r, c, k);
   if (cfg.check) r.verified = wrong == 0;
   if (wrong > 0) {
     r.status = Status::failed;
@@ -222,16 +269,17 @@ std::string timed_by(const Communicator& comm) {
                           : "host clock around each call and its completion";
 }
 
-void register_coll(Registry& r) {
-  for (CollOp op : parse_collectives("all"))
-    r.add({fmt::format("coll.{}", to_string(op)),
-           "coll",
-           fmt::format("{} over ranks: MPI on host, NCCL on cuda, HCCL on ascend", to_string(op)),
-           {}});
+bool names_straggler(const Record& r) {
+  return r.status == Status::ok && r.get(coll_field::slowest_rank) &&
+         is_straggler(r.get_or(coll_field::rank_spread, 0.0),
+                      r.get_or(coll_field::slowest_share, 0.0), r.iters);
 }
 
-const char* to_string(TimeAgg a) {
-  return a == TimeAgg::max ? "max" : a == TimeAgg::avg ? "avg" : "min";
+void register_coll(Registry& r) {
+  for (const CollSpec& s : collectives())
+    r.add({fmt::format("coll.{}", s.name), "coll",
+           fmt::format("{}: MPI on host, NCCL on cuda, HCCL on ascend", s.help),
+           {}});
 }
 
 void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
@@ -245,41 +293,58 @@ void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
   if (!cfg.inplace && !cfg.outofplace)
     throw UsageError("nothing to run: both in-place and out-of-place are off");
   if (cfg.iters < 1) throw UsageError("-n must be at least 1");
+  check_skew(cfg.skew, nranks);
   for (CollOp op : cfg.ops)
     for (DType t : cfg.dtypes)
-      for (Bytes n : cfg.sizes) coll_counts(op, n, t, nranks);  // throws UsageError
+      for (Bytes n : cfg.sizes)
+        coll_counts(CollCase{op, t, RedOp::sum, nranks, cfg.root, cfg.skew}, n);  // UsageError
 }
 
 CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const CollConfig& cfg) {
   CollResult res;
+  const std::vector<std::string> hosts = rt.allgather(host_name());
+  auto done = [&](Record r) {
+    res.records.push_back(std::move(r));
+    record_done(res.records.back());
+  };
   for (CollOp op : cfg.ops) {
     double busbw_sum = 0;
     int busbw_n = 0;
     for (DType t : cfg.dtypes) {
-      CollBuffers bufs = allocate(backend, comm, cfg, op, t);
+      const CollCase any{op, t, RedOp::sum, comm.size(), cfg.root, cfg.skew};
+      CollBuffers bufs = allocate(backend, comm, cfg, any);
       const std::vector<RedOp> redops =
           is_reduction(op) ? cfg.redops : std::vector<RedOp>{RedOp::sum};
       for (RedOp ro : redops) {
-        const CollCase c{op, t, ro, comm.size(), cfg.root};
+        const CollCase c{op, t, ro, comm.size(), cfg.root, cfg.skew};
         for (Bytes n : cfg.sizes) {
           stop_point(&rt);  // every rank, in step
-          const CollCounts k = coll_counts(op, n, t, comm.size());
+          const CollCounts k = coll_counts(c, n);
           for (bool inplace : {false, true}) {
             if ((inplace && !cfg.inplace) || (!inplace && !cfg.outofplace)) continue;
-            if (const Support s = comm.supports(op, t, ro); !s.ok) {
-              res.records.push_back(make_waived(c, k, n, inplace, cfg, comm, s.reason));
-              record_done(res.records.back());
+            Support s = comm.supports(op, t, ro);
+            if (s.ok && inplace && spec(op).inplace == InPlace::none)
+              s = Support::no(fmt::format("{} has no in-place form", to_string(op)));
+            if (!s.ok) {
+              done(make_waived(c, k, n, inplace, cfg, comm, s.reason));
               continue;
             }
-            Bytes off = 0;
-            const Call call = place(backend, comm, bufs, c, k, inplace, &off);
-            const Stats times = time_calls(rt, comm, call, cfg);
-            const std::int64_t wrong =
-                cfg.check ? check(rt, backend, comm, bufs, c, k, inplace, cfg) : 0;
-            res.records.push_back(make_record(c, k, n, inplace, times, wrong, cfg, comm));
-            record_done(res.records.back());
-            busbw_sum += res.records.back().get_or(coll_field::busbw, 0.0);
+            Record r;
+            try {
+              Bytes off = 0;
+              const Call call = place(backend, comm, bufs, c, k, inplace, &off);
+              const RankTimes times = time_calls(rt, comm, call, cfg);
+              const std::int64_t wrong =
+                  cfg.check ? check(rt, backend, comm, bufs, c, k, inplace, cfg) : 0;
+              r = make_record(c, k, n, inplace, aggregate(times.iter, cfg.agg), wrong, cfg, comm);
+              set_ranks(r, times, hosts, cfg);
+            } catch (const NotSupported& e) {  // the library lacks it: every rank throws here
+              done(make_waived(c, k, n, inplace, cfg, comm, e.what()));
+              continue;
+            }
+            busbw_sum += r.get_or(coll_field::busbw, 0.0);
             ++busbw_n;
+            done(std::move(r));
           }
         }
       }

@@ -1,7 +1,8 @@
 #pragma once
 // `xferbench coll`: collective bandwidth with nccl-tests' conventions. One
-// harness owns sizes, placement, warm-up, timing, aggregation over ranks and
-// checking; each collective is a byte model, a bus factor and one call.
+// harness owns sizes, placement, warm-up, timing, aggregation over ranks,
+// the slowest rank and checking; each collective is one row of the table in
+// coll/collectives.cpp (byte model, bus factor, exact result, call).
 #include <functional>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "coll/verify.hpp"
 #include "core/record.hpp"
 #include "core/registry.hpp"
+#include "family/coll/coll_ranks.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {
@@ -24,16 +26,24 @@ inline constexpr FieldKey<bool> inplace{"inplace"};
 inline constexpr FieldKey<double> algbw{"algbw"};
 inline constexpr FieldKey<double> busbw{"busbw"};
 inline constexpr FieldKey<std::int64_t> wrong{"wrong"};
+// alltoallv: the skew and the elements each rank sent each rank, sender-major.
+inline constexpr FieldKey<std::string> skew{"skew"};
+inline constexpr FieldKey<std::vector<std::int64_t>> pair_counts{"pair_counts"};
+// The rank the others waited for (coll_ranks.hpp), with two or more ranks.
+inline constexpr FieldKey<std::int64_t> slowest_rank{"slowest_rank"};
+inline constexpr FieldKey<std::string> slowest_host{"slowest_host"};
+inline constexpr FieldKey<double> rank_spread{"rank_spread"};
+inline constexpr FieldKey<double> slowest_share{"slowest_share"};
+// --samples: each rank's median own time, and every iteration's time and
+// time inside the call, rank-major (rank r's iteration i at r * iters + i).
+inline constexpr FieldKey<std::vector<double>> rank_median_us{"rank_median_us"};
+inline constexpr FieldKey<std::vector<double>> samples_us{"samples_us"};
+inline constexpr FieldKey<std::vector<double>> in_call_us{"in_call_us"};
 }  // namespace coll_field
-
-// How each rank's statistics are combined over the ranks (nccl-tests -a):
-// every statistic (min, median, ...) of each rank's own iterations, then the
-// max, mean or min of that statistic over the ranks.
-enum class TimeAgg { max, avg, min };
-const char* to_string(TimeAgg a);
 
 struct CollConfig {
   std::vector<CollOp> ops{CollOp::allreduce};
+  Skew skew{};  // alltoallv's per-pair counts
   std::vector<DType> dtypes{DType::float32};
   std::vector<RedOp> redops{RedOp::sum};
   std::vector<Bytes> sizes;
@@ -45,6 +55,11 @@ struct CollConfig {
   bool inplace = true;
   TimeAgg agg = TimeAgg::max;
   bool graph = false;  // --graph: timed iterations captured in a CUDA graph and replayed
+  bool samples = false;  // --samples: every iteration of every rank in the records
+  // Test only (XFERBENCH_TEST_SLOW_RANK=R:US): rank `slow_rank` sleeps
+  // `slow_us` before each timed call, inside its iteration.
+  int slow_rank = -1;
+  double slow_us = 0;
   // Test seam: sees this rank's received elements (host copy) before they
   // are checked; tests corrupt one to prove #wrong counts it.
   std::function<void(const CollCase&, void* recv_host, std::size_t count)> before_check;
@@ -65,6 +80,9 @@ std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
                                    bool graph = false);
 // Which clock times `comm`'s collectives, in words (the table says it).
 std::string timed_by(const Communicator& comm);
+
+// Whether a record names its slowest rank (is_straggler on its fields).
+bool names_straggler(const Record& r);
 
 // Declares coll.<collective> for `list`.
 void register_coll(Registry& registry);

@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include "core/error.hpp"
 #include "family/coll/coll_bench.hpp"
@@ -24,6 +28,23 @@ class CollFamily final : public Family {
         .add(coll_field::algbw, FieldRole::metric, "size / time, GB/s")
         .add(coll_field::busbw, FieldRole::metric, "algbw x bus factor, GB/s")
         .add(coll_field::wrong, FieldRole::info, "elements that differ, all ranks; -1 unchecked")
+        .add(coll_field::skew, FieldRole::key, "alltoallv: how counts spread over destinations")
+        .add(coll_field::pair_counts, FieldRole::info,
+             "alltoallv: elements rank s sent rank d, at s * ranks + d")
+        .add(coll_field::slowest_rank, FieldRole::info,
+             "the rank the others waited for (largest median own time)")
+        .add(coll_field::slowest_host, FieldRole::info, "the host of slowest_rank")
+        .add(coll_field::rank_spread, FieldRole::info,
+             "slowest rank's median own time / the other ranks' median")
+        .add(coll_field::slowest_share, FieldRole::info,
+             "fraction of iterations in which slowest_rank was the slowest")
+        .add(coll_field::rank_median_us, FieldRole::info,
+             "--samples: each rank's median own time (iteration less waiting for the last "
+             "arrival), us")
+        .add(coll_field::samples_us, FieldRole::info,
+             "--samples: every iteration's time, rank-major (rank r's i at r * iters + i), us")
+        .add(coll_field::in_call_us, FieldRole::info,
+             "--samples: time inside the library call, same layout, us")
         .headline(coll_field::busbw);
   }
   std::string name() const override { return "coll"; }
@@ -38,8 +59,9 @@ class CollFamily final : public Family {
       agg = std::get<std::string>(*a);
     std::string note = fmt::format(
         "algbw = size / time, busbw = algbw x bus factor (nccl-tests), decimal GB/s; time in us: "
-        "each rank's median iteration, {} over ranks\n",
-        agg);
+        "{}\n",
+        agg == "rank0" ? std::string("rank 0's median iteration")
+                       : "each rank's median iteration, " + agg + " over ranks");
     if (const auto* t = find_field(r.params, "timed_by");
         t && std::holds_alternative<std::string>(*t))
       note += "timed by: " + std::get<std::string>(*t) + "\n";
@@ -53,9 +75,7 @@ class CollFamily final : public Family {
   }
 
   void add_options(CLI::App& app) override {
-    app.add_option(
-           "collective", collective_,
-           "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, or all")
+    app.add_option("collective", collective_, collective_names() + "; comma list allowed")
         ->required();
     add_size_options(app, sizes_, "64K", "64M", "4");
     app.add_option("-c,--check", check_, "check results: 1 (default) or 0 (nccl-tests -c)")
@@ -66,12 +86,22 @@ class CollFamily final : public Family {
     app.add_option("--redop", redops_,
                    "sum, prod, min, max, avg, comma list or all (nccl-tests -o)")
         ->default_str("sum");
-    app.add_option("-r,--root", cfg_.root, "root of broadcast and reduce")->default_str("0");
+    app.add_option("-r,--root", cfg_.root, "root of broadcast, reduce, gather and scatter")
+        ->default_str("0");
+    app.add_option("--skew", skew_,
+                   "alltoallv's per-pair counts: uniform, zipf:S (share of the k-th most popular "
+                   "destination ~ 1/(k+1)^S) or hot:K:F (K destinations get a fraction F)")
+        ->default_str("uniform");
     app.add_flag("--inplace", inplace_, "only in-place (default: both)");
     app.add_flag("--outofplace", outofplace_, "only out-of-place (default: both)");
-    app.add_option("-a,--agg", agg_, "time over ranks: max, avg or min")
-        ->check(CLI::IsMember({"max", "avg", "min"}))
+    app.add_option("-a,--agg", agg_,
+                   "time over ranks: max (default: each statistic's largest over the ranks), avg, "
+                   "min, or rank0 (rank 0's own)")
+        ->check(CLI::IsMember({"max", "avg", "min", "rank0"}))
         ->default_str("max");
+    app.add_flag("--samples", cfg_.samples,
+                 "keep every iteration's time of every rank in the records (JSON), with each "
+                 "rank's median");
     app.add_flag("--rank-avg", rank_avg_, "same as -a avg");
     app.add_flag(
         "-G,--graph", cfg_.graph,
@@ -82,17 +112,18 @@ class CollFamily final : public Family {
                      .check = "same as -c 0",
                      .ranks = true,
                      .monitor = true});
-    app.footer(
-        R"(busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
-broadcast, reduce, sendrecv 1 (nccl-tests). Size is the whole buffer: allgather's result,
-reducescatter's and alltoall's input.
-Examples:
-  mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
-  xferbench coll all --ranks 2 -d float,bf16 --redop sum,max -c 1 --format json -o c.json)");
+    app.footer(footer());
   }
 
   int run(const Invocation& inv) override {
     cfg_.ops = parse_collectives(collective_);  // bad names fail before MPI starts
+    if (skew_) {
+      cfg_.skew = parse_skew(*skew_);
+      if (std::find(cfg_.ops.begin(), cfg_.ops.end(), CollOp::alltoallv) == cfg_.ops.end())
+        throw UsageError(fmt::format("--skew {}: only alltoallv takes a skew, not {}", *skew_,
+                                     collective_));
+    }
+    read_slow_rank();
     cfg_.dtypes = parse_dtypes(dtypes_);
     cfg_.redops = parse_redops(redops_);
     Ranked r =
@@ -139,8 +170,41 @@ Examples:
     }
     cfg_.agg = rank_avg_ || agg_ == "avg" ? TimeAgg::avg
                : agg_ == "min"            ? TimeAgg::min
+               : agg_ == "rank0"          ? TimeAgg::rank0
                                           : TimeAgg::max;
     validate_coll(nranks, cfg_);
+  }
+
+  // Byte models and bus factors, from the table.
+  static std::string footer() {
+    std::string out = "Per collective: what a size means, and busbw = algbw x factor (n ranks):\n";
+    for (const CollSpec& s : collectives()) {
+      const double f4 = s.bus_factor(4);
+      const char* factor = f4 == 1.5 ? "2(n-1)/n" : f4 == 1.0 ? "1" : "(n-1)/n";
+      out += fmt::format("  {:<14} {:<9} {}\n", s.name, factor, s.help);
+    }
+    return out + R"(Size is the whole buffer: the gathered result (allgather, gather), the full input
+(reducescatter, alltoall, scatter), each rank's send total (alltoallv), else the message.
+Examples:
+  mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
+  mpiexec -n 3 xferbench coll alltoallv --skew zipf:1.2 -b 4K -e 4M
+  mpiexec -n 4 xferbench coll gather,scatter -r 1 --samples --format json -o c.json
+  xferbench coll all --ranks 2 -d float,bf16 --redop sum,max -c 1 --format json -o c.json)";
+  }
+
+  // Test only: XFERBENCH_TEST_SLOW_RANK=R:US slows rank R by US microseconds
+  // before each timed call (tests of the slowest-rank line).
+  void read_slow_rank() {
+    const char* v = std::getenv("XFERBENCH_TEST_SLOW_RANK");
+    if (!v || !*v) return;
+    int rank = -1;
+    double us = 0;
+    char tail = 0;
+    if (std::sscanf(v, "%d:%lf%c", &rank, &us, &tail) != 2 || rank < 0 || !(us > 0) || us > 1e7)
+      throw UsageError(fmt::format(
+          "XFERBENCH_TEST_SLOW_RANK={}: expected RANK:MICROSECONDS (a test knob)", v));
+    cfg_.slow_rank = rank;
+    cfg_.slow_us = us;
   }
 
   Params params(int nranks) const {
@@ -155,6 +219,8 @@ Examples:
             {"inplace", cfg_.inplace},
             {"outofplace", cfg_.outofplace},
             {"agg", std::string(to_string(cfg_.agg))},
+            {"skew", to_string(cfg_.skew)},
+            {"samples", cfg_.samples},
             {"ranks", std::int64_t{nranks}}};
   }
 
@@ -162,6 +228,7 @@ Examples:
   SizeArgs sizes_;
   RunOptions run_;
   std::string collective_, dtypes_ = "float", redops_ = "sum", agg_ = "max";
+  std::optional<std::string> skew_;
   int check_ = 1;
   bool inplace_ = false, outofplace_ = false, rank_avg_ = false;
   RecordSchema schema_{"coll"};

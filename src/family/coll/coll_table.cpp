@@ -3,6 +3,7 @@
 // average bus bandwidth.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,31 @@ std::string placement(const Record* r) {
                      wrong < 0 ? std::string("N/A") : std::to_string(wrong));
 }
 
+// The rank named slowest most often (names_straggler), with its largest spread.
+std::string slowest_line(const std::vector<const Record*>& recs) {
+  std::map<std::int64_t, std::pair<int, const Record*>> named;  // rank: times, worst record
+  int measured = 0;
+  for (const Record* r : recs) {
+    if (r->status != Status::ok) continue;
+    ++measured;
+    if (!names_straggler(*r)) continue;
+    auto& [times, worst] = named[r->get_or(coll_field::slowest_rank, std::int64_t{-1})];
+    ++times;
+    if (!worst || r->get_or(coll_field::rank_spread, 0.0) > worst->get_or(coll_field::rank_spread, 0.0))
+      worst = r;
+  }
+  if (named.empty()) return "";
+  const auto most = std::max_element(named.begin(), named.end(), [](const auto& a, const auto& b) {
+    return a.second.first < b.second.first;
+  });
+  const Record& w = *most->second.second;
+  return fmt::format(
+      "# slowest: rank {} (host {}, {:.1f}× the median rank) in {} of {} records, most at {} B {}\n",
+      most->first, w.get_or(coll_field::slowest_host, std::string("?")),
+      w.get_or(coll_field::rank_spread, 0.0), most->second.first, measured, w.bytes,
+      w.get_or(coll_field::inplace, false) ? "in place" : "out of place");
+}
+
 std::string one_collective(const std::string& op, const std::vector<const Record*>& recs,
                            const Report& rep) {
   using Key = std::tuple<std::string, std::string, Bytes>;  // dtype, redop, size
@@ -36,8 +62,10 @@ std::string one_collective(const std::string& op, const std::vector<const Record
     if (!rows.count(k)) order.push_back(k);
     (r->get_or(coll_field::inplace, false) ? rows[k].second : rows[k].first) = r;
   }
-  std::string out = fmt::format("\n# Collective {} · {} · {} rank{}\n", op, recs.front()->method,
-                                rep.env.ranks, rep.env.ranks == 1 ? "" : "s");
+  const std::string skew = recs.front()->get_or(coll_field::skew, std::string());
+  std::string out = fmt::format("\n# Collective {} · {} · {} rank{}{}\n", op, recs.front()->method,
+                                rep.env.ranks, rep.env.ranks == 1 ? "" : "s",
+                                skew.empty() ? "" : " · skew " + skew);
   out += fmt::format("# {:>11} {:>12} {:>7} {:>6} {:>5}  {:^36}  {:>22}\n", "", "", "", "", "",
                      "out-of-place", "in-place");
   out += fmt::format(
@@ -57,6 +85,7 @@ std::string one_collective(const std::string& op, const std::vector<const Record
   if (const FieldValue* avg = find_field(rep.summary, "avg_busbw_" + op);
       avg && std::holds_alternative<double>(*avg))
     out += fmt::format("# Avg bus bandwidth    : {:.4f} GB/s\n", std::get<double>(*avg));
+  out += slowest_line(recs);
   // Why the waived rows were not run, each reason once.
   std::vector<std::string> reasons;
   std::map<std::string, int> times;
