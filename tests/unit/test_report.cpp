@@ -8,6 +8,7 @@
 #include "family/coll/coll_family.hpp"
 #include "family/copy/copy_family.hpp"
 #include "report/report.hpp"
+#include "report/table_kit.hpp"
 
 namespace xb {
 namespace {
@@ -137,6 +138,40 @@ TEST(Report, ExitCodeFollowsFailedRecords) {
   EXPECT_EQ(exit_code(r), 1);
   r.results.erase(r.results.begin() + 3);
   EXPECT_EQ(exit_code(r), 0);
+}
+
+}  // namespace xb
+
+namespace xb {
+
+// Fields that are lists of numbers: JSON arrays, one CSV cell, the wire
+// keeps their types (an int list stays int, an empty list stays a list).
+TEST(Report, ListFieldsInEveryFormat) {
+  Report r = coll_sample();
+  r.results.resize(1);
+  Record& x = r.results[0];
+  const FieldKey<std::vector<std::int64_t>> ints{"pair_counts"};
+  const FieldKey<std::vector<double>> reals{"samples_us"};
+  const FieldKey<std::vector<double>> none{"empty_us"};
+  x.set(ints, std::vector<std::int64_t>{512, 256, 256});
+  x.set(reals, std::vector<double>{0.5, 1.25});
+  x.set(none, std::vector<double>{});
+  EXPECT_EQ(x.get(ints), (std::vector<std::int64_t>{512, 256, 256}));
+  const auto doc = nlohmann::json::parse(format_json(r));
+  const auto& j = doc["results"][0];
+  EXPECT_EQ(j["pair_counts"], nlohmann::json::parse("[512,256,256]"));
+  EXPECT_EQ(j["samples_us"], nlohmann::json::parse("[0.5,1.25]"));
+  EXPECT_TRUE(j["empty_us"].is_array() && j["empty_us"].empty());
+  const std::string csv = format_csv(r);
+  EXPECT_NE(csv.find("512;256;256"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("0.5;1.25"), std::string::npos) << csv;
+  EXPECT_EQ(field_text(FieldValue{std::vector<double>{0.5, 1.25}}), "0.5,1.25");
+  const std::vector<Record> back = records_from_wire(records_to_wire(r.results));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].get(ints), x.get(ints));
+  EXPECT_EQ(back[0].get(reals), x.get(reals));
+  EXPECT_EQ(back[0].get(none), std::optional<std::vector<double>>(std::vector<double>{}));
+  EXPECT_FALSE(back[0].get(FieldKey<std::vector<double>>{"pair_counts"}));  // not a double list
 }
 
 }  // namespace xb
