@@ -4,14 +4,16 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "core/error.hpp"
 
 namespace xb {
 namespace {
 
-constexpr DType kAllTypes[] = {DType::int8, DType::uint8, DType::int32,   DType::int64,
-                               DType::half, DType::bf16,  DType::float32, DType::float64};
+constexpr DType kAllTypes[] = {DType::int8,    DType::uint8,  DType::int32,   DType::int64,
+                               DType::half,    DType::bf16,   DType::float32, DType::float64,
+                               DType::fp8e4m3, DType::fp8e5m2};
 constexpr RedOp kAllOps[] = {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
 
 template <class T, class All, class Name>
@@ -62,6 +64,8 @@ std::size_t dtype_size(DType t) {
   switch (t) {
     case DType::int8:
     case DType::uint8:
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
       return 1;
     case DType::half:
     case DType::bf16:
@@ -69,14 +73,17 @@ std::size_t dtype_size(DType t) {
     case DType::int32:
     case DType::float32:
       return 4;
-    default:
+    case DType::int64:
+    case DType::float64:
       return 8;
   }
+  return 8;
 }
 
 const char* to_string(DType t) {
-  constexpr const char* names[] = {"int8", "uint8", "int32", "int64",
-                                   "half", "bf16",  "float", "double"};
+  constexpr const char* names[] = {"int8", "uint8", "int32",  "int64",   "half",
+                                   "bf16", "float", "double", "fp8e4m3", "fp8e5m2"};
+  static_assert(std::size(names) == std::size(kAllTypes));
   return names[static_cast<int>(t)];
 }
 
@@ -113,6 +120,10 @@ double load(DType t, const void* base, std::size_t i) {
       return read_as<float>(base, i);
     case DType::float64:
       return read_as<double>(base, i);
+    case DType::fp8e4m3:
+      return fp8e4m3_to_float(read_as<std::uint8_t>(base, i));
+    case DType::fp8e5m2:
+      return fp8e5m2_to_float(read_as<std::uint8_t>(base, i));
   }
   return 0;
 }
@@ -135,6 +146,10 @@ void store(DType t, void* base, std::size_t i, double v) {
       return write_as(base, i, static_cast<float>(v));
     case DType::float64:
       return write_as(base, i, v);
+    case DType::fp8e4m3:
+      return write_as(base, i, float_to_fp8e4m3(static_cast<float>(v)));
+    case DType::fp8e5m2:
+      return write_as(base, i, float_to_fp8e5m2(static_cast<float>(v)));
   }
 }
 

@@ -1,11 +1,14 @@
-// Collectives through MPICH. half and bf16 travel as 2-byte opaque elements
-// and reduce through MPI user operations; avg is a sum divided locally.
+// Collectives through MPICH. half and bf16 travel as 2-byte opaque elements,
+// fp8e4m3 and fp8e5m2 as MPI_UINT8_T, and these four reduce through MPI user
+// operations (in float, rounded back per step); avg is a sum divided locally.
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "coll/communicator.hpp"
@@ -15,22 +18,42 @@
 namespace xb {
 namespace {
 
+// The floating types MPI has no type for, in the order of user_ops_.
+constexpr DType kUserTypes[] = {DType::half, DType::bf16, DType::fp8e4m3, DType::fp8e5m2};
+
 template <DType T>
-float load16(const std::uint16_t v) {
-  return T == DType::half ? half_to_float(v) : bf16_to_float(v);
+using Bits = std::conditional_t<T == DType::half || T == DType::bf16, std::uint16_t, std::uint8_t>;
+
+template <DType T>
+float load_bits(const Bits<T> v) {
+  if constexpr (T == DType::half)
+    return half_to_float(v);
+  else if constexpr (T == DType::bf16)
+    return bf16_to_float(v);
+  else if constexpr (T == DType::fp8e4m3)
+    return fp8e4m3_to_float(v);
+  else
+    return fp8e5m2_to_float(v);
 }
 template <DType T>
-std::uint16_t store16(float v) {
-  return T == DType::half ? float_to_half(v) : float_to_bf16(v);
+Bits<T> store_bits(float v) {
+  if constexpr (T == DType::half)
+    return float_to_half(v);
+  else if constexpr (T == DType::bf16)
+    return float_to_bf16(v);
+  else if constexpr (T == DType::fp8e4m3)
+    return float_to_fp8e4m3(v);
+  else
+    return float_to_fp8e5m2(v);
 }
 
 // inout[i] = in[i] (op) inout[i], computed in float, rounded back.
 template <DType T, RedOp O>
-void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
-  auto* a = static_cast<const std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
+void reduce_small(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<const Bits<T>*>(in);
+  auto* b = static_cast<Bits<T>*>(inout);
   for (int i = 0; i < *len; ++i) {
-    const float x = load16<T>(a[i]), y = load16<T>(b[i]);
+    const float x = load_bits<T>(a[i]), y = load_bits<T>(b[i]);
     float r;
     if constexpr (O == RedOp::prod)
       r = x * y;
@@ -40,7 +63,7 @@ void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
       r = std::max(x, y);
     else
       r = x + y;
-    b[i] = store16<T>(r);
+    b[i] = store_bits<T>(r);
   }
 }
 
@@ -48,13 +71,13 @@ template <DType T>
 MPI_User_function* user_fn(RedOp op) {
   switch (op) {
     case RedOp::prod:
-      return &reduce16<T, RedOp::prod>;
+      return &reduce_small<T, RedOp::prod>;
     case RedOp::min:
-      return &reduce16<T, RedOp::min>;
+      return &reduce_small<T, RedOp::min>;
     case RedOp::max:
-      return &reduce16<T, RedOp::max>;
+      return &reduce_small<T, RedOp::max>;
     default:
-      return &reduce16<T, RedOp::sum>;
+      return &reduce_small<T, RedOp::sum>;
   }
 }
 
@@ -66,12 +89,10 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_size(comm_, &size_);
     mpi_check(MPI_Type_contiguous(2, MPI_BYTE, &two_bytes_), "MPI_Type_contiguous");
     mpi_check(MPI_Type_commit(&two_bytes_), "MPI_Type_commit");
-    for (int t = 0; t < 2; ++t)
-      for (int o = 0; o < 4; ++o) {
-        auto* fn = t == 0 ? user_fn<DType::half>(static_cast<RedOp>(o))
-                          : user_fn<DType::bf16>(static_cast<RedOp>(o));
-        mpi_check(MPI_Op_create(fn, 1, &user_ops_[t][o]), "MPI_Op_create");
-      }
+    create_user_ops<DType::half>();
+    create_user_ops<DType::bf16>();
+    create_user_ops<DType::fp8e4m3>();
+    create_user_ops<DType::fp8e5m2>();
   }
   ~MpiCommunicator() override {
     for (auto& row : user_ops_)
@@ -198,15 +219,34 @@ class MpiCommunicator final : public Communicator {
         return MPI_FLOAT;
       case DType::float64:
         return MPI_DOUBLE;
-      default:
+      case DType::half:
+      case DType::bf16:
         return two_bytes_;
+      case DType::fp8e4m3:
+      case DType::fp8e5m2:
+        return MPI_UINT8_T;
     }
+    throw RuntimeError("unknown dtype");
+  }
+
+  // The row of user_ops_ of a type MPI cannot reduce itself, or -1.
+  static constexpr int user_type(DType t) {
+    for (int i = 0; i < kNumUserTypes; ++i)
+      if (kUserTypes[i] == t) return i;
+    return -1;
+  }
+  template <DType T>
+  void create_user_ops() {
+    static_assert(user_type(T) >= 0);
+    for (int o = 0; o < 4; ++o)  // sum, prod, min, max
+      mpi_check(MPI_Op_create(user_fn<T>(static_cast<RedOp>(o)), 1, &user_ops_[user_type(T)][o]),
+                "MPI_Op_create");
   }
 
   MPI_Op mpi_op(DType t, RedOp op) const {
-    if (t == DType::half || t == DType::bf16) {
+    if (const int u = user_type(t); u >= 0) {
       const int o = op == RedOp::avg ? 0 : static_cast<int>(op);
-      return user_ops_[t == DType::half ? 0 : 1][o];
+      return user_ops_[u][o];
     }
     switch (op) {
       case RedOp::prod:
@@ -226,7 +266,7 @@ class MpiCommunicator final : public Communicator {
     for (std::size_t i = 0; i < n; ++i) {
       const double v = load(t, buf, i) / size_;
       store(t, buf, i,
-            t == DType::float32 || t == DType::float64 || t == DType::half || t == DType::bf16
+            t == DType::float32 || t == DType::float64 || user_type(t) >= 0
                 ? v
                 : static_cast<double>(static_cast<std::int64_t>(v)));
     }
@@ -235,7 +275,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   MPI_Datatype two_bytes_ = MPI_DATATYPE_NULL;
-  MPI_Op user_ops_[2][4] = {};
+  static constexpr int kNumUserTypes = static_cast<int>(std::size(kUserTypes));
+  MPI_Op user_ops_[kNumUserTypes][4] = {};
   std::vector<std::byte> scratch_;
   std::vector<int> sc_, sd_, rc_, rd_;  // alltoallv's counts as MPI takes them
 };

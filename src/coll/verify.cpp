@@ -5,6 +5,23 @@
 namespace xb {
 
 double input_value(const CollCase& c, int r, std::size_t i) {
+  const auto rr = static_cast<std::size_t>(r);
+  if (c.dtype == DType::fp8e4m3 || c.dtype == DType::fp8e5m2) {
+    // 0..8 are exact in both fp8 formats (E5M2 has 2 mantissa bits: 9 is
+    // not); sums of at most one 1 in four ranks stay <= 8 up to 32 ranks,
+    // products are powers of two, an average of equal inputs is the input.
+    if (!is_reduction(c.op)) return static_cast<double>((rr * 5 + i * 3) % 9);
+    switch (c.redop) {
+      case RedOp::sum:
+        return (i + rr) % 4 == 0 ? 1.0 : 0.0;
+      case RedOp::prod:
+        return (i + rr) % 4 == 0 ? 2.0 : 1.0;
+      case RedOp::avg:
+        return static_cast<double>(1u << (i % 4));  // 1, 2, 4, 8 on every rank
+      default:
+        return static_cast<double>((i * 7 + rr * 3) % 9);
+    }
+  }
   if (!is_reduction(c.op))
     return static_cast<double>((static_cast<std::size_t>(r) * 31 + i * 7) % 101);
   switch (c.redop) {

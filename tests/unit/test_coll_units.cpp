@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "coll/dtype.hpp"
 #include "coll/model.hpp"
@@ -53,8 +54,9 @@ TEST(CollModel, IndivisibleSizesAreUsageErrors) {
 TEST(CollModel, Names) {
   EXPECT_EQ(parse_collectives("all").size(), collectives().size());
   EXPECT_THROW(parse_collectives("allreduce2"), UsageError);
-  EXPECT_EQ(parse_dtypes("all").size(), 8u);
+  EXPECT_EQ(parse_dtypes("all").size(), 10u);
   EXPECT_EQ(parse_dtypes("float,bf16"), (std::vector<DType>{DType::float32, DType::bf16}));
+  EXPECT_EQ(parse_dtypes("fp8e4m3,fp8e5m2"), (std::vector<DType>{DType::fp8e4m3, DType::fp8e5m2}));
   EXPECT_THROW(parse_dtypes("float16"), UsageError);
   EXPECT_EQ(parse_redops("all").size(), 5u);
   EXPECT_THROW(parse_redops("xor"), UsageError);
@@ -81,6 +83,125 @@ TEST(DTypes, Bf16Conversions) {
   for (int v = -256; v <= 256; ++v)
     EXPECT_EQ(bf16_to_float(float_to_bf16(static_cast<float>(v))), v);
   EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+}
+
+static_assert(float_to_fp8e4m3(1.0f) == 0x38 && fp8e4m3_to_float(0x7E) == 448.0f);  // constexpr
+static_assert(float_to_fp8e5m2(1.0f) == 0x3C && fp8e5m2_to_float(0x7B) == 57344.0f);
+
+TEST(DTypes, Fp8E4m3Conversions) {
+  for (int i = 0; i < 256; ++i) {
+    const auto b = static_cast<std::uint8_t>(i);
+    const float f = fp8e4m3_to_float(b);
+    if ((b & 0x7F) == 0x7F) {  // S.1111.111, the only NaNs
+      EXPECT_TRUE(std::isnan(f)) << i;
+      EXPECT_TRUE(std::isnan(fp8e4m3_to_float(float_to_fp8e4m3(f)))) << i;
+    } else {
+      EXPECT_FALSE(std::isnan(f) || std::isinf(f)) << i;
+      EXPECT_EQ(float_to_fp8e4m3(f), b) << i << " " << f;  // -0 too
+    }
+  }
+  EXPECT_EQ(fp8e4m3_to_float(0x38), 1.0f);
+  EXPECT_EQ(float_to_fp8e4m3(1.0f), 0x38);
+  EXPECT_EQ(float_to_fp8e4m3(-2.0f), 0xC0);
+  EXPECT_EQ(fp8e4m3_to_float(0x7E), 448.0f);  // largest finite
+  EXPECT_EQ(float_to_fp8e4m3(-448.0f), 0xFE);
+  EXPECT_EQ(fp8e4m3_to_float(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_EQ(fp8e4m3_to_float(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(float_to_fp8e4m3(std::ldexp(1.0f, -9)), 0x01);
+  EXPECT_EQ(float_to_fp8e4m3(7 * std::ldexp(1.0f, -9)), 0x07);  // largest subnormal
+  // Ties to even, normal and subnormal.
+  EXPECT_EQ(float_to_fp8e4m3(1.0f + std::ldexp(1.0f, -4)), 0x38);
+  EXPECT_EQ(float_to_fp8e4m3(1.0f + 3 * std::ldexp(1.0f, -4)), 0x3A);
+  EXPECT_EQ(float_to_fp8e4m3(std::nextafter(1.0f + std::ldexp(1.0f, -4), 2.0f)), 0x39);
+  EXPECT_EQ(float_to_fp8e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal
+  EXPECT_EQ(float_to_fp8e4m3(-std::ldexp(1.0f, -10)), 0x80);
+  EXPECT_EQ(float_to_fp8e4m3(std::nextafter(std::ldexp(1.0f, -10), 1.0f)), 0x01);
+  EXPECT_EQ(float_to_fp8e4m3(3 * std::ldexp(1.0f, -10)), 0x02);
+  EXPECT_EQ(float_to_fp8e4m3(15 * std::ldexp(1.0f, -10)),
+            0x08);  // rounds up to the smallest normal
+  EXPECT_EQ(float_to_fp8e4m3(1e-30f), 0x00);
+  // No infinity: past 448 (464 is the tie, to the even 448) and infinities become NaN.
+  EXPECT_EQ(float_to_fp8e4m3(464.0f), 0x7E);
+  EXPECT_EQ(float_to_fp8e4m3(std::nextafter(464.0f, 1e9f)), 0x7F);
+  EXPECT_EQ(float_to_fp8e4m3(-500.0f), 0xFF);
+  EXPECT_EQ(float_to_fp8e4m3(1e30f), 0x7F);
+  EXPECT_EQ(float_to_fp8e4m3(INFINITY), 0x7F);
+  EXPECT_EQ(float_to_fp8e4m3(-INFINITY), 0xFF);
+  EXPECT_EQ(float_to_fp8e4m3(NAN), 0x7F);
+  EXPECT_EQ(float_to_fp8e4m3(-NAN), 0x7F);
+  // Integers: every one of -16..16 exact; 17 is the first that is not.
+  for (int v = -16; v <= 16; ++v)
+    EXPECT_EQ(fp8e4m3_to_float(float_to_fp8e4m3(static_cast<float>(v))), v);
+  EXPECT_EQ(fp8e4m3_to_float(float_to_fp8e4m3(17.0f)), 16.0f);  // tie to even
+  EXPECT_EQ(fp8e4m3_to_float(float_to_fp8e4m3(19.0f)), 20.0f);
+}
+
+TEST(DTypes, Fp8E5m2Conversions) {
+  for (int i = 0; i < 256; ++i) {
+    const auto b = static_cast<std::uint8_t>(i);
+    const float f = fp8e5m2_to_float(b);
+    if ((b & 0x7C) == 0x7C && (b & 0x03)) {  // S.11111.mm, mm != 0
+      EXPECT_TRUE(std::isnan(f)) << i;
+      EXPECT_TRUE(std::isnan(fp8e5m2_to_float(float_to_fp8e5m2(f)))) << i;
+    } else {
+      EXPECT_FALSE(std::isnan(f)) << i;
+      EXPECT_EQ(float_to_fp8e5m2(f), b) << i << " " << f;  // -0 and the infinities too
+    }
+  }
+  EXPECT_EQ(fp8e5m2_to_float(0x3C), 1.0f);
+  EXPECT_EQ(float_to_fp8e5m2(1.0f), 0x3C);
+  EXPECT_EQ(float_to_fp8e5m2(-2.0f), 0xC0);
+  EXPECT_EQ(fp8e5m2_to_float(0x7B), 57344.0f);  // largest finite
+  EXPECT_EQ(float_to_fp8e5m2(57344.0f), 0x7B);
+  EXPECT_EQ(fp8e5m2_to_float(0x04), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(fp8e5m2_to_float(0x01), std::ldexp(1.0f, -16));  // smallest subnormal
+  EXPECT_EQ(float_to_fp8e5m2(std::ldexp(1.0f, -16)), 0x01);
+  EXPECT_TRUE(std::isinf(fp8e5m2_to_float(0x7C)));
+  EXPECT_EQ(fp8e5m2_to_float(0xFC), -INFINITY);
+  // Ties to even, normal and subnormal.
+  EXPECT_EQ(float_to_fp8e5m2(1.0f + std::ldexp(1.0f, -3)), 0x3C);
+  EXPECT_EQ(float_to_fp8e5m2(1.0f + 3 * std::ldexp(1.0f, -3)), 0x3E);
+  EXPECT_EQ(float_to_fp8e5m2(std::nextafter(1.0f + std::ldexp(1.0f, -3), 2.0f)), 0x3D);
+  EXPECT_EQ(float_to_fp8e5m2(std::ldexp(1.0f, -17)), 0x00);  // half the smallest subnormal
+  EXPECT_EQ(float_to_fp8e5m2(std::nextafter(std::ldexp(1.0f, -17), 1.0f)), 0x01);
+  EXPECT_EQ(float_to_fp8e5m2(3 * std::ldexp(1.0f, -17)), 0x02);
+  EXPECT_EQ(float_to_fp8e5m2(7 * std::ldexp(1.0f, -17)), 0x04);  // up to the smallest normal
+  // Overflow to infinity: 61440 is the tie between 57344 and 2^16, to the even 2^16.
+  EXPECT_EQ(float_to_fp8e5m2(std::nextafter(61440.0f, 0.0f)), 0x7B);
+  EXPECT_EQ(float_to_fp8e5m2(61440.0f), 0x7C);
+  EXPECT_EQ(float_to_fp8e5m2(-1e30f), 0xFC);
+  EXPECT_EQ(float_to_fp8e5m2(INFINITY), 0x7C);
+  EXPECT_EQ(float_to_fp8e5m2(-INFINITY), 0xFC);
+  EXPECT_EQ(float_to_fp8e5m2(NAN), 0x7F);
+  // Integers: every one of -8..8 exact; 9 is the first that is not.
+  for (int v = -8; v <= 8; ++v)
+    EXPECT_EQ(fp8e5m2_to_float(float_to_fp8e5m2(static_cast<float>(v))), v);
+  EXPECT_EQ(fp8e5m2_to_float(float_to_fp8e5m2(9.0f)), 8.0f);  // tie to even
+  EXPECT_EQ(fp8e5m2_to_float(float_to_fp8e5m2(11.0f)), 12.0f);
+}
+
+TEST(DTypes, Fp8ThroughLoadAndStore) {
+  EXPECT_EQ(dtype_size(DType::fp8e4m3), 1u);
+  EXPECT_EQ(dtype_size(DType::fp8e5m2), 1u);
+  EXPECT_STREQ(to_string(DType::fp8e4m3), "fp8e4m3");
+  EXPECT_STREQ(to_string(DType::fp8e5m2), "fp8e5m2");
+  std::uint8_t buf[4] = {0xAA, 0xAA, 0xAA, 0xAA};
+  store(DType::fp8e4m3, buf, 1, 3.0);  // 1.1b * 2^1
+  store(DType::fp8e5m2, buf, 2, 3.0);
+  EXPECT_EQ(buf[0], 0xAA);  // one byte each
+  EXPECT_EQ(buf[1], 0x44);
+  EXPECT_EQ(buf[2], 0x42);
+  EXPECT_EQ(buf[3], 0xAA);
+  EXPECT_EQ(load(DType::fp8e4m3, buf, 1), 3.0);
+  EXPECT_EQ(load(DType::fp8e5m2, buf, 2), 3.0);
+  store(DType::fp8e4m3, buf, 0, -448.0);
+  EXPECT_EQ(load(DType::fp8e4m3, buf, 0), -448.0);
+  store(DType::fp8e5m2, buf, 3, 17.0);  // rounds to 16
+  EXPECT_EQ(load(DType::fp8e5m2, buf, 3), 16.0);
+  store(DType::fp8e4m3, buf, 0, 1e6);  // overflow: NaN
+  EXPECT_TRUE(std::isnan(load(DType::fp8e4m3, buf, 0)));
+  store(DType::fp8e5m2, buf, 0, 1e6);  // overflow: infinity
+  EXPECT_TRUE(std::isinf(load(DType::fp8e5m2, buf, 0)));
 }
 
 // Simulates the reduction the way a library may do it (pairwise, rounding
@@ -121,7 +242,8 @@ TEST_P(ExactData, ReductionsAreExactInEveryOrder) {
 INSTANTIATE_TEST_SUITE_P(
     AllTypesAndOps, ExactData,
     ::testing::Combine(::testing::Values(DType::int8, DType::uint8, DType::int32, DType::int64,
-                                         DType::half, DType::bf16, DType::float32, DType::float64),
+                                         DType::half, DType::bf16, DType::float32, DType::float64,
+                                         DType::fp8e4m3, DType::fp8e5m2),
                        ::testing::Values(RedOp::sum, RedOp::prod, RedOp::min, RedOp::max,
                                          RedOp::avg)),
     [](const auto& p) {

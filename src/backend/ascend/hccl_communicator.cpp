@@ -45,6 +45,9 @@ HcclDataType hccl_type(DType t) {
       return kHcclFp32;
     case DType::float64:
       return kHcclFp64;
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      throw NotSupported("HCCL in xferbench has no fp8 type");
   }
   throw RuntimeError("unknown dtype");
 }
@@ -142,6 +145,8 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
 
   std::string name() const override { return "hccl"; }
   Support supports(CollOp op, DType t, RedOp r) const override {
+    if (t == DType::fp8e4m3 || t == DType::fp8e5m2)
+      return Support::no("HCCL in xferbench has no fp8 type");
     if (!is_reduction(op)) return Support::yes();
     if (r == RedOp::avg) return Support::no("HCCL has no average reduction");
     if (t == DType::uint8 || t == DType::float64)

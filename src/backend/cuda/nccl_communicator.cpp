@@ -36,6 +36,14 @@ ncclDataType_t nccl_type(DType t) {
       return ncclFloat32;
     case DType::float64:
       return ncclFloat64;
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+      return t == DType::fp8e4m3 ? ncclFloat8e4m3 : ncclFloat8e5m2;
+#else
+      throw NotSupported(
+          fmt::format("NCCL {} has no fp8 types (2.24 and newer)", NCCL_VERSION_CODE));
+#endif
   }
   throw RuntimeError("unknown dtype");
 }
@@ -104,6 +112,12 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     if (!err.empty()) throw RuntimeError(err);
     rt.broadcast(std::as_writable_bytes(std::span(&id, 1)), 0);
     set_device(device_);
+    // NCCL reduces fp8 only where its slowest GPU is sm90 or newer: every
+    // rank must know that slowest one to waive the same records.
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_) != cudaSuccess)
+      (void)cudaGetLastError();  // unknown: taken as too old for fp8 reductions
+    min_major_ = static_cast<int>(rt.min(major));
     XB_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     XB_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
   }
@@ -114,6 +128,18 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   }
 
   std::string name() const override { return "nccl"; }
+  Support supports(CollOp op, DType t, RedOp) const override {
+    if (t != DType::fp8e4m3 && t != DType::fp8e5m2) return Support::yes();
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 24, 0)
+    (void)op;
+    return Support::no(fmt::format("NCCL {} has no fp8 types (2.24 and newer)", NCCL_VERSION_CODE));
+#else
+    // Below sm90 NCCL refuses fp8 reductions (ncclInvalidArgument) and moves fp8 data.
+    if (is_reduction(op) && min_major_ < 9)
+      return Support::no("NCCL reduces fp8 on sm90 and newer GPUs only");
+    return Support::yes();
+#endif
+  }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
     XB_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_));
@@ -261,6 +287,7 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   ncclComm_t comm_ = nullptr;
+  int min_major_ = 0;  // the lowest compute capability (major) of the communicator's GPUs
 };
 
 }  // namespace
