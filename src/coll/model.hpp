@@ -62,11 +62,11 @@ struct CollCounts {
 
 // Where an in-place call reads its input and leaves its result.
 enum class InPlace {
-  same,          // send == recv
-  input_slot,    // send == recv + rank * send count (allgather, gather)
-  result_slot,   // recv == send + rank * recv count (scatter)
-  library,       // the library decides where the result is (reducescatter)
-  none,          // no in-place form (alltoallv): waived
+  same,         // send == recv
+  input_slot,   // send == recv + rank * send count (allgather, gather)
+  result_slot,  // recv == send + rank * recv count (scatter)
+  library,      // the library decides where the result is (reducescatter)
+  none,         // no in-place form (alltoallv): waived
 };
 
 class Communicator;
@@ -80,11 +80,11 @@ struct CollCall {
 struct CollSpec {
   CollOp op;
   const char* name;
-  const char* help;  // one line: what it does
-  bool reduction;    // takes a redop
-  bool rooted;       // takes -r
+  const char* help;         // one line: what it does
+  bool reduction;           // takes a redop
+  bool rooted;              // takes -r
   bool root_only_receives;  // only the root's receive buffer is defined
-  bool split;        // the size's elements must divide by the ranks
+  bool split;               // the size's elements must divide by the ranks
   InPlace inplace;
   double (*bus_factor)(int n);
   // Counts of `elems` elements of size.

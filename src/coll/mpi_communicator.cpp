@@ -171,24 +171,26 @@ class MpiCommunicator final : public Communicator {
   }
   void gather(const void* send, void* recv, std::size_t n, DType t, int root) override {
     // In place (nccl-tests): the root's part already sits at its slot of recv.
-    const bool ip = rank_ == root && send == static_cast<const char*>(recv) +
-                                                 static_cast<std::size_t>(rank_) * n * dtype_size(t);
+    const bool ip =
+        rank_ == root && send == static_cast<const char*>(recv) +
+                                     static_cast<std::size_t>(rank_) * n * dtype_size(t);
     mpi_check(MPI_Gather(ip ? MPI_IN_PLACE : send, ip ? 0 : mpi_count(n), type(t), recv,
                          mpi_count(n), type(t), root, comm_),
               "MPI_Gather");
   }
   void scatter(const void* send, void* recv, std::size_t n, DType t, int root) override {
     // In place: the root's result is its slot of the input.
-    const bool ip = rank_ == root && recv == static_cast<const char*>(send) +
-                                                 static_cast<std::size_t>(rank_) * n * dtype_size(t);
+    const bool ip =
+        rank_ == root && recv == static_cast<const char*>(send) +
+                                     static_cast<std::size_t>(rank_) * n * dtype_size(t);
     mpi_check(MPI_Scatter(send, mpi_count(n), type(t), ip ? MPI_IN_PLACE : recv, mpi_count(n),
                           type(t), root, comm_),
               "MPI_Scatter");
   }
   void alltoallv(const void* send, std::span<const std::size_t> send_counts,
                  std::span<const std::size_t> send_displs, void* recv,
-                 std::span<const std::size_t> recv_counts,
-                 std::span<const std::size_t> recv_displs, DType t) override {
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+                 DType t) override {
     auto ints = [](std::span<const std::size_t> v, std::vector<int>& out) {
       out.resize(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) out[i] = mpi_count(v[i]);

@@ -36,8 +36,9 @@ std::vector<int> popularity(const Skew& s, int n) {
   std::iota(order.begin(), order.end(), 0);
   std::uint64_t state = s.seed;
   for (int i = n - 1; i > 0; --i)
-    std::swap(order[static_cast<std::size_t>(i)],
-              order[static_cast<std::size_t>(splitmix64(state) % static_cast<std::uint64_t>(i + 1))]);
+    std::swap(
+        order[static_cast<std::size_t>(i)],
+        order[static_cast<std::size_t>(splitmix64(state) % static_cast<std::uint64_t>(i + 1))]);
   return order;
 }
 

@@ -20,9 +20,9 @@ namespace xb {
 struct Skew {
   enum class Kind { uniform, zipf, hot };
   Kind kind = Kind::uniform;
-  double exponent = 0;   // zipf's S
-  int hot = 0;           // hot's K
-  double fraction = 0;   // hot's F
+  double exponent = 0;  // zipf's S
+  int hot = 0;          // hot's K
+  double fraction = 0;  // hot's F
   std::uint64_t seed = 0x5eed;
 };
 

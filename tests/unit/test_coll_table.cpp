@@ -61,7 +61,8 @@ TEST(CollTable, GatherAndScatterExpectations) {
   for (int r = 0; r < 3; ++r) {
     EXPECT_TRUE(receives(s, r));
     for (std::size_t i = 0; i < 5; ++i)
-      EXPECT_EQ(expected_value(s, r, i, ks), input_value(s, 2, static_cast<std::size_t>(r) * 5 + i));
+      EXPECT_EQ(expected_value(s, r, i, ks),
+                input_value(s, 2, static_cast<std::size_t>(r) * 5 + i));
   }
 }
 
@@ -104,10 +105,10 @@ TEST(CollSkew, ZipfSharesFallWithPopularityAndRowsStayExact) {
   for (std::size_t per : {0u, 1u, 7u, 1000u, 1048576u}) {
     const auto counts = pair_counts(z, 4, per);
     for (std::size_t s = 0; s < 4; ++s)
-      EXPECT_EQ(std::accumulate(counts.begin() + static_cast<std::ptrdiff_t>(4 * s),
-                                counts.begin() + static_cast<std::ptrdiff_t>(4 * s + 4),
-                                std::size_t{0}),
-                per);
+      EXPECT_EQ(
+          std::accumulate(counts.begin() + static_cast<std::ptrdiff_t>(4 * s),
+                          counts.begin() + static_cast<std::ptrdiff_t>(4 * s + 4), std::size_t{0}),
+          per);
   }
   EXPECT_EQ(pair_counts(z, 4, 4096), pair_counts(z, 4, 4096));  // a pure function
   const auto u = pair_counts(parse_skew("uniform"), 4, 4096);
@@ -163,7 +164,7 @@ TEST(CollRanks, DeviceTimedOrEvenRanksNameNoOne) {
   t.iter[1][3] = t.in_call[1][3] = 400;  // one noisy iteration
   const Straggler s = find_straggler(t);
   EXPECT_FALSE(is_straggler(s.spread, s.share, 6)) << s.spread << " " << s.share;
-  EXPECT_FALSE(is_straggler(3.0, 1.0, 4));  // too few iterations
+  EXPECT_FALSE(is_straggler(3.0, 1.0, 4));   // too few iterations
   EXPECT_FALSE(is_straggler(3.0, 0.4, 20));  // not the slowest often enough
   EXPECT_EQ(find_straggler(RankTimes{{{1, 2}}, {{1, 2}}}).rank, -1);  // one rank
 }

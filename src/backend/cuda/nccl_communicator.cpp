@@ -208,8 +208,8 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   // NCCL has no alltoallv: one group of a send and a receive per peer.
   void alltoallv(const void* send, std::span<const std::size_t> send_counts,
                  std::span<const std::size_t> send_displs, void* recv,
-                 std::span<const std::size_t> recv_counts,
-                 std::span<const std::size_t> recv_displs, DType t) override {
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+                 DType t) override {
     const std::size_t es = dtype_size(t);
     grouped([&] {
       ncclResult_t r = ncclSuccess;

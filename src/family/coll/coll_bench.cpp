@@ -277,7 +277,8 @@ bool names_straggler(const Record& r) {
 
 void register_coll(Registry& r) {
   for (const CollSpec& s : collectives())
-    r.add({fmt::format("coll.{}", s.name), "coll",
+    r.add({fmt::format("coll.{}", s.name),
+           "coll",
            fmt::format("{}: MPI on host, NCCL on cuda, HCCL on ascend", s.help),
            {}});
 }

@@ -120,8 +120,8 @@ class CollFamily final : public Family {
     if (skew_) {
       cfg_.skew = parse_skew(*skew_);
       if (std::find(cfg_.ops.begin(), cfg_.ops.end(), CollOp::alltoallv) == cfg_.ops.end())
-        throw UsageError(fmt::format("--skew {}: only alltoallv takes a skew, not {}", *skew_,
-                                     collective_));
+        throw UsageError(
+            fmt::format("--skew {}: only alltoallv takes a skew, not {}", *skew_, collective_));
     }
     read_slow_rank();
     cfg_.dtypes = parse_dtypes(dtypes_);
@@ -183,7 +183,8 @@ class CollFamily final : public Family {
       const char* factor = f4 == 1.5 ? "2(n-1)/n" : f4 == 1.0 ? "1" : "(n-1)/n";
       out += fmt::format("  {:<14} {:<9} {}\n", s.name, factor, s.help);
     }
-    return out + R"(Size is the whole buffer: the gathered result (allgather, gather), the full input
+    return out +
+           R"(Size is the whole buffer: the gathered result (allgather, gather), the full input
 (reducescatter, alltoall, scatter), each rank's send total (alltoallv), else the message.
 Examples:
   mpiexec -n 4 xferbench coll allreduce -b 8 -e 128M -f 2
@@ -201,8 +202,8 @@ Examples:
     double us = 0;
     char tail = 0;
     if (std::sscanf(v, "%d:%lf%c", &rank, &us, &tail) != 2 || rank < 0 || !(us > 0) || us > 1e7)
-      throw UsageError(fmt::format(
-          "XFERBENCH_TEST_SLOW_RANK={}: expected RANK:MICROSECONDS (a test knob)", v));
+      throw UsageError(
+          fmt::format("XFERBENCH_TEST_SLOW_RANK={}: expected RANK:MICROSECONDS (a test knob)", v));
     cfg_.slow_rank = rank;
     cfg_.slow_us = us;
   }

@@ -28,8 +28,8 @@ Straggler find_straggler(const RankTimes& t) {
     ++slowest_in[worst];
   }
   for (const auto& o : own) s.own_us.push_back(median_of(o));
-  const auto worst = static_cast<std::size_t>(
-      std::max_element(s.own_us.begin(), s.own_us.end()) - s.own_us.begin());
+  const auto worst = static_cast<std::size_t>(std::max_element(s.own_us.begin(), s.own_us.end()) -
+                                              s.own_us.begin());
   std::vector<double> others;
   for (std::size_t r = 0; r < n; ++r)
     if (r != worst) others.push_back(s.own_us[r]);

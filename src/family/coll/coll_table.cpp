@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <vector>
 #include <tuple>
+#include <vector>
 
 #include "family/coll/coll_bench.hpp"
 #include "family/coll/coll_family.hpp"
@@ -36,7 +36,8 @@ std::string slowest_line(const std::vector<const Record*>& recs) {
     if (!names_straggler(*r)) continue;
     auto& [times, worst] = named[r->get_or(coll_field::slowest_rank, std::int64_t{-1})];
     ++times;
-    if (!worst || r->get_or(coll_field::rank_spread, 0.0) > worst->get_or(coll_field::rank_spread, 0.0))
+    if (!worst ||
+        r->get_or(coll_field::rank_spread, 0.0) > worst->get_or(coll_field::rank_spread, 0.0))
       worst = r;
   }
   if (named.empty()) return "";
@@ -45,7 +46,8 @@ std::string slowest_line(const std::vector<const Record*>& recs) {
   });
   const Record& w = *most->second.second;
   return fmt::format(
-      "# slowest: rank {} (host {}, {:.1f}× the median rank) in {} of {} records, most at {} B {}\n",
+      "# slowest: rank {} (host {}, {:.1f}× the median rank) in {} of {} records, most at {} B "
+      "{}\n",
       most->first, w.get_or(coll_field::slowest_host, std::string("?")),
       w.get_or(coll_field::rank_spread, 0.0), most->second.first, measured, w.bytes,
       w.get_or(coll_field::inplace, false) ? "in place" : "out of place");
@@ -63,9 +65,9 @@ std::string one_collective(const std::string& op, const std::vector<const Record
     (r->get_or(coll_field::inplace, false) ? rows[k].second : rows[k].first) = r;
   }
   const std::string skew = recs.front()->get_or(coll_field::skew, std::string());
-  std::string out = fmt::format("\n# Collective {} · {} · {} rank{}{}\n", op, recs.front()->method,
-                                rep.env.ranks, rep.env.ranks == 1 ? "" : "s",
-                                skew.empty() ? "" : " · skew " + skew);
+  std::string out =
+      fmt::format("\n# Collective {} · {} · {} rank{}{}\n", op, recs.front()->method, rep.env.ranks,
+                  rep.env.ranks == 1 ? "" : "s", skew.empty() ? "" : " · skew " + skew);
   out += fmt::format("# {:>11} {:>12} {:>7} {:>6} {:>5}  {:^36}  {:>22}\n", "", "", "", "", "",
                      "out-of-place", "in-place");
   out += fmt::format(
