@@ -11,16 +11,27 @@
 //   collectives take a stream of that NPU (HCCL_E_RUNTIME otherwise);
 // - reductions follow HCCL's documented types: no uint8 or double, no
 //   average, no prod on int16 or bf16 (HCCL_E_NOT_SUPPORT);
-// - overlapping send and receive buffers of alltoall and reducescatter are
-//   HCCL_E_PARA;
+// - overlapping send and receive buffers of alltoall, alltoallv,
+//   reducescatter and scatter (at its root) are HCCL_E_PARA; alltoallv's
+//   buffers span from their start to the end of their last block;
+// - a root out of range (broadcast, reduce, scatter), a null send at the
+//   scatter root, null alltoallv counts or displacements, and differing
+//   send and receive types are HCCL_E_PARA; so is a receive count that is
+//   not what its sender sends (alltoallv, batch send/recv), found when the
+//   call runs (the stream's synchronize reports it);
+// - scatter reads the root's send only (the others' may be null), and a
+//   zero count returns at once, as HCCL's does; alltoallv reads its host
+//   arrays during the call;
 // - HcclCommDestroy with collectives still queued is a broken rule.
 // Buffers are the fake runtime's host memory. FAKE_HCCL_FAIL=<entry point>
-// makes that call return HCCL_E_INTERNAL.
+// makes that call return HCCL_E_INTERNAL. Built with -DFAKE_HCCL_OLD it is
+// an older CANN's libhccl, without HcclScatter and HcclAlltoAllV.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +40,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "coll/fp16.hpp"
 #include "fake_runtime.hpp"
@@ -44,7 +56,13 @@ struct Header {
   std::atomic<std::uint32_t> generation;
   std::uint64_t bytes[64];  // what each rank published
   std::uint32_t dest[64];   // batch send/recv: the rank each send is for
+  // alltoallv: what rank s sends to rank d, in elements from the start of
+  // its published send buffer
+  std::uint64_t send_count[64][64];  // [s][d]
+  std::uint64_t send_displ[64][64];
 };
+// The header's pages, before the slots.
+constexpr std::size_t kHeaderBytes = (sizeof(Header) + 4095) / 4096 * 4096;
 
 struct Comm {
   std::string name;
@@ -299,7 +317,7 @@ int HcclCommInitRootInfo(std::uint32_t n, const void* info, std::uint32_t rank, 
   c->n = n;
   c->rank = rank;
   c->device = device;
-  c->mapped = 4096 + n * kSlot;
+  c->mapped = kHeaderBytes + n * kSlot;
   const int fd = shm_open(c->name.c_str(), O_CREAT | O_RDWR, 0600);
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(c->mapped)) != 0) {
     if (fd >= 0) close(fd);
@@ -313,7 +331,7 @@ int HcclCommInitRootInfo(std::uint32_t n, const void* info, std::uint32_t rank, 
     return kInternal;
   }
   c->header = static_cast<Header*>(p);
-  c->slots = static_cast<char*>(p) + 4096;
+  c->slots = static_cast<char*>(p) + kHeaderBytes;
   *comm = c;
   return barrier(*c);
 }
@@ -434,6 +452,80 @@ int HcclAlltoAll(const void* send, std::uint64_t send_count, int send_type, cons
       },
       send, recv);
 }
+
+#ifndef FAKE_HCCL_OLD
+// The root's send holds n * count elements; rank r receives block r.
+int HcclScatter(void* send, void* recv, std::uint64_t count, int t, std::uint32_t root, void* comm,
+                void* stream) {
+  if (int e = check(comm, t, "HcclScatter")) return e;
+  if (count == 0) return kOk;  // HCCL's: success, nothing queued
+  Comm& c = *static_cast<Comm*>(comm);
+  if (root >= c.n || !recv) return kPara;
+  const bool is_root = c.rank == root;
+  const std::size_t bytes = count * type_size(t);
+  if (bytes * c.n > kSlot) return kPara;  // more than the root may publish, on every rank
+  if (is_root && (!send || overlap(send, bytes * c.n, recv, bytes))) return kPara;
+  return enqueue(
+      c, stream,
+      [&c, send, recv, bytes, root, is_root] {
+        if (int e = publish(c, is_root ? send : nullptr, is_root ? bytes * c.n : 0)) return e;
+        std::memcpy(recv, c.slot(root) + c.rank * bytes, bytes);
+        return barrier(c);
+      },
+      is_root ? send : nullptr, recv);
+}
+
+// Counts and displacements: host arrays of n uint64_t, in elements. Each
+// rank publishes its whole send buffer and what it sends to whom; each
+// receiver copies its blocks from the senders' slots.
+int HcclAlltoAllV(const void* send, const void* send_counts, const void* send_displs, int send_type,
+                  const void* recv, const void* recv_counts, const void* recv_displs, int recv_type,
+                  void* comm, void* stream) {
+  if (int e = check(comm, send_type, "HcclAlltoAllV")) return e;
+  if (send_type != recv_type) return kPara;
+  if (!send_counts || !send_displs || !recv_counts || !recv_displs) return kPara;
+  Comm& c = *static_cast<Comm*>(comm);
+  const std::size_t size = type_size(send_type);
+  // [send counts | send displacements | receive counts | receive displacements]
+  std::vector<std::uint64_t> l(4 * c.n);
+  std::memcpy(l.data(), send_counts, c.n * sizeof(std::uint64_t));
+  std::memcpy(l.data() + c.n, send_displs, c.n * sizeof(std::uint64_t));
+  std::memcpy(l.data() + 2 * c.n, recv_counts, c.n * sizeof(std::uint64_t));
+  std::memcpy(l.data() + 3 * c.n, recv_displs, c.n * sizeof(std::uint64_t));
+  std::size_t send_bytes = 0, recv_bytes = 0;  // to the end of the last block
+  for (std::uint32_t r = 0; r < c.n; ++r) {
+    if (l[r]) send_bytes = std::max<std::size_t>(send_bytes, (l[c.n + r] + l[r]) * size);
+    if (l[2 * c.n + r])
+      recv_bytes = std::max<std::size_t>(recv_bytes, (l[3 * c.n + r] + l[2 * c.n + r]) * size);
+  }
+  if ((send_bytes && !send) || (recv_bytes && !recv)) return kPara;
+  if (overlap(send, send_bytes, recv, recv_bytes)) return kPara;
+  return enqueue(
+      c, stream,
+      [&c, send, recv, size, send_bytes, l = std::move(l)] {
+        const std::uint32_t n = c.n;
+        for (std::uint32_t d = 0; d < n; ++d) {
+          c.header->send_count[c.rank][d] = l[d];
+          c.header->send_displ[c.rank][d] = l[n + d];
+        }
+        if (int e = publish(c, send, send_bytes)) return e;
+        int err = kOk;
+        for (std::uint32_t s = 0; s < n; ++s) {
+          const std::uint64_t count = l[2 * n + s];
+          if (c.header->send_count[s][c.rank] != count) {
+            err = kPara;  // rank s sends another count than this rank receives
+            continue;
+          }
+          if (count)
+            std::memcpy(static_cast<char*>(const_cast<void*>(recv)) + l[3 * n + s] * size,
+                        c.slot(s) + c.header->send_displ[s][c.rank] * size, count * size);
+        }
+        const int e = barrier(c);  // every rank leaves, this one with its error
+        return err ? err : e;
+      },
+      send, recv);
+}
+#endif
 
 struct Item {  // HcclSendRecvItem
   int type;

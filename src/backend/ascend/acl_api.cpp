@@ -112,6 +112,8 @@ const Loaded<HcclApi>& hccl() {
     XB_REQUIRED(HcclAlltoAll);
     XB_REQUIRED(HcclBatchSendRecv);
     XB_OPTIONAL(HcclGetErrorString);
+    XB_OPTIONAL(HcclScatter);
+    XB_OPTIONAL(HcclAlltoAllV);
     return missing;
   });
   return loaded;

@@ -9,7 +9,7 @@
 
 namespace xb::ascend {
 
-inline constexpr int kAclApiVersion = 1;
+inline constexpr int kAclApiVersion = 2;
 
 using aclError = int;
 using aclrtStream = void*;
@@ -113,6 +113,16 @@ struct HcclApi {
                                   aclrtStream stream);
   // Optional: nullptr when missing.
   const char* (*HcclGetErrorString)(HcclResult code);
+  // Optional (not in every CANN's libhccl): nullptr when missing. The
+  // root's `send` holds nranks * recv_count elements; other ranks' may be
+  // null. HCCL's public API has no gather.
+  HcclResult (*HcclScatter)(void* send, void* recv, std::uint64_t recv_count, HcclDataType t,
+                            std::uint32_t root, HcclComm comm, aclrtStream stream);
+  // Counts and displacements: host arrays of nranks uint64_t, in elements.
+  HcclResult (*HcclAlltoAllV)(const void* send, const void* send_counts, const void* send_displs,
+                              HcclDataType send_type, const void* recv, const void* recv_counts,
+                              const void* recv_displs, HcclDataType recv_type, HcclComm comm,
+                              aclrtStream stream);
 };
 
 // The result of opening a library: the table, or why not ("libascendcl.so:

@@ -2,7 +2,10 @@
 // the MPI runtime, every collective on one stream of that NPU.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "backend/ascend/ascend_internal.hpp"
 #include "backend/common/device_communicator.hpp"
@@ -147,6 +150,11 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   Support supports(CollOp op, DType t, RedOp r) const override {
     if (t == DType::fp8e4m3 || t == DType::fp8e5m2)
       return Support::no("HCCL in xferbench has no fp8 type");
+    if (op == CollOp::gather) return Support::no("hccl has no gather");
+    if (op == CollOp::scatter && !hccl_api().HcclScatter)
+      return Support::no("this libhccl has no HcclScatter");
+    if (op == CollOp::alltoallv && !hccl_api().HcclAlltoAllV)
+      return Support::no("this libhccl has no HcclAlltoAllV");
     if (!is_reduction(op)) return Support::yes();
     if (r == RedOp::avg) return Support::no("HCCL has no average reduction");
     if (t == DType::uint8 || t == DType::float64)
@@ -207,6 +215,51 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
         {kHcclRecv, recv, count, hccl_type(t), static_cast<std::uint32_t>(prev())}};
     XB_HCCL(HcclBatchSendRecv, items, 2u, comm_, stream_);
   }
+  void scatter(const void* send, void* recv, std::size_t recv_count, DType t, int root) override {
+    set_device(device_);
+    if (!hccl_api().HcclScatter) throw NotSupported("this libhccl has no HcclScatter");
+    // Only the root's input is read; the others pass none (HCCL allows it).
+    void* input = rank_ == root ? const_cast<void*>(send) : nullptr;
+    void* output = recv;
+    const std::size_t bytes = recv_count * dtype_size(t);
+    const std::size_t total = bytes * static_cast<std::size_t>(size_);
+    const auto* in = static_cast<const std::byte*>(send);
+    const auto* out = static_cast<const std::byte*>(recv);
+    if (input && bytes && out < in + total && in < out + bytes) {
+      // HCCL takes no overlapping buffers. In place the root's result is
+      // already its slot of the input: HCCL writes that block to scratch
+      // instead. Any other overlap: the input goes to scratch first.
+      if (out == in + static_cast<std::size_t>(root) * bytes) {
+        output = scratch(bytes);
+      } else {
+        input = scratch(total);
+        copy_on_stream(input, total, send, total);
+      }
+    }
+    XB_HCCL(HcclScatter, input, output, recv_count, hccl_type(t), static_cast<std::uint32_t>(root),
+            comm_, stream_);
+  }
+  void alltoallv(const void* send, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displs, void* recv,
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+                 DType t) override {
+    set_device(device_);
+    if (!hccl_api().HcclAlltoAllV) throw NotSupported("this libhccl has no HcclAlltoAllV");
+    const auto n = static_cast<std::size_t>(size_);
+    if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n ||
+        recv_displs.size() != n)
+      throw UsageError(
+          fmt::format("alltoallv takes {} counts and displacements each (one per rank)", n));
+    // HCCL's host arrays of uint64_t, read during the call (made once, with
+    // the communicator).
+    std::uint64_t* sc = layout_.data();
+    std::uint64_t *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
+    std::copy(send_counts.begin(), send_counts.end(), sc);
+    std::copy(send_displs.begin(), send_displs.end(), sd);
+    std::copy(recv_counts.begin(), recv_counts.end(), rc);
+    std::copy(recv_displs.begin(), recv_displs.end(), rd);
+    XB_HCCL(HcclAlltoAllV, send, sc, sd, hccl_type(t), recv, rc, rd, hccl_type(t), comm_, stream_);
+  }
   void synchronize() override { XB_ACL(aclrtSynchronizeStream, stream_); }
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
     return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
@@ -214,8 +267,9 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
 
  private:
   // In place, alltoall, sendrecv and reducescatter first copy their input to
-  // scratch memory on the stream with this (apart()): HCCL documents that
-  // send and receive buffers must not overlap.
+  // scratch memory on the stream with this (apart()), and scatter at its
+  // root receives its own block in scratch: HCCL documents that send and
+  // receive buffers must not overlap.
   void copy_on_stream(void* dst, std::size_t dst_bytes, const void* src,
                       std::size_t bytes) override {
     set_device(device_);
@@ -224,6 +278,10 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
 
   aclrtStream stream_ = nullptr;
   HcclComm comm_ = nullptr;
+  // alltoallv's send counts, send displacements, receive counts and
+  // receive displacements, size_ each.
+  std::vector<std::uint64_t> layout_ =
+      std::vector<std::uint64_t>(4 * static_cast<std::size_t>(size_));
 };
 
 }  // namespace

@@ -90,8 +90,15 @@ class DeviceCommunicator : public Communicator {
   // in-place figures include that copy).
   const void* apart(const void* send, void* recv, std::size_t bytes) {
     if (send != recv) return send;
-    reserve(bytes);  // normally done by the harness, outside timing
-    copy_on_stream(scratch_, scratch_bytes_, send, bytes);
+    void* copy = scratch(bytes);
+    copy_on_stream(copy, scratch_bytes_, send, bytes);
+    return copy;
+  }
+
+  // The scratch memory, at least `bytes` of it (reserve()d now if short:
+  // normally done by the harness, outside timing).
+  void* scratch(std::size_t bytes) {
+    reserve(bytes);
     return scratch_;
   }
 
