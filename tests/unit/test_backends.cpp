@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
+#include "backend/common/device_common.hpp"
 #include "backend/select/select.hpp"
 #include "core/error.hpp"
 
@@ -44,3 +45,17 @@ TEST(Backends, AnUnavailableBackendIsAUsageErrorWithItsReason) {
 
 }  // namespace
 }  // namespace xb
+
+// gemm-ar on cuda refuses --comm-blocks beyond what can be resident (review
+// finding 12): the bound from the occupancy answer, the SMs and MPS's share.
+TEST(ResidentBlocks, OccupancyTimesTheSmsThisContextMayUse) {
+  EXPECT_EQ(xb::resident_blocks(1, 132, nullptr), 132);  // sm engine: one block per SM
+  EXPECT_EQ(xb::resident_blocks(8, 132, nullptr), 1056);  // ce: no shared memory asked
+  EXPECT_EQ(xb::resident_blocks(1, 132, "50"), 66);       // MPS client at half the threads
+  EXPECT_EQ(xb::resident_blocks(1, 132, "33.3"), 43);     // rounded down
+  EXPECT_EQ(xb::resident_blocks(1, 132, "0.1"), 1);       // at least one SM
+  EXPECT_EQ(xb::resident_blocks(1, 132, "100"), 132);
+  for (const char* bad : {"", "abc", "0", "-5", "150", "50%"})
+    EXPECT_EQ(xb::resident_blocks(1, 132, bad), 132) << bad;
+  EXPECT_EQ(xb::resident_blocks(0, 132, nullptr), 0);  // the kernel fits nowhere
+}

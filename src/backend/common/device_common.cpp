@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -29,6 +30,16 @@ void* alloc_pageable(Bytes size) {
   if (!p) throw RuntimeError(fmt::format("out of host memory for {}", format_capacity(size)));
   std::memset(p, 0, page_alloc_size(size));  // fault the pages in outside timing
   return p;
+}
+
+int resident_blocks(int per_sm, int sms, const char* mps_percentage) {
+  if (mps_percentage && *mps_percentage) {
+    char* end = nullptr;
+    const double pct = std::strtod(mps_percentage, &end);
+    if (end && *end == '\0' && pct > 0 && pct <= 100)
+      sms = std::max(1, static_cast<int>(sms * pct / 100.0));
+  }
+  return std::max(0, per_sm) * std::max(0, sms);
 }
 
 }  // namespace xb

@@ -26,6 +26,16 @@ constexpr std::size_t pair_index(int a, int b, std::size_t n) {
 // other pair is answered by `probe(src, dst)`, called in row order.
 std::vector<Support> peer_matrix(int n, const std::function<Support(int src, int dst)>& probe);
 
+// Blocks of a persistent (spinning) kernel that can be resident at once:
+// `per_sm` (the occupancy API's answer for its block size and shared
+// memory) times the SMs this context may use. An MPS client whose
+// environment sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (`mps_percentage`,
+// null when unset) gets that share of `sms`, rounded down, at least one; a
+// value that is not a number in (0, 100] is ignored, as a limit MPS would
+// refuse. A limit set only in the MPS control daemon cannot be read by a
+// client: the kernels' watchdog is the guard there.
+int resident_blocks(int per_sm, int sms, const char* mps_percentage);
+
 // Pageable host memory for a device backend's buffer of `size` bytes: whole
 // pages (core/memory.hpp), zero-filled so they are faulted in outside timing.
 // Throws RuntimeError when out of memory. Release it with std::free.

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "backend/common/device_common.hpp"
 #include "backend/common/placement.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/cuda/fused_kernels.hpp"
@@ -72,6 +74,16 @@ int compute_major(int device) {
 }
 
 bool communicates(FusedPhase p) { return p != FusedPhase::compute; }
+
+// The dynamic shared memory each comm block asks for: on the sm engine just
+// over half an SM's (so one block per SM), none on ce.
+std::size_t comm_smem(CudaBackend& be, int dev, CommEngine engine) {
+  if (engine != CommEngine::sm) return 0;
+  int per_sm = 0;
+  XB_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  const int cap = be.gpu(dev).max_tile;  // the opt-in maximum per block
+  return static_cast<std::size_t>(std::min(per_sm / 2 + 1024, cap > 0 ? cap : per_sm / 2));
+}
 
 class CudaFused final : public FusedGemmAllReduce {
  public:
@@ -160,13 +172,8 @@ class CudaFused final : public FusedGemmAllReduce {
     // onto the first SMs the GEMM frees (6 or so to an SM, by registers), so
     // --comm-blocks would not mean SMs (review finding 3). A block asking for
     // just over half an SM's shared memory cannot share an SM with another.
-    if (cfg.engine == CommEngine::sm) {
-      int per_sm = 0;
-      XB_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev_));
-      const int cap = be.gpu(dev_).max_tile;  // the opt-in maximum per block
-      comm_smem_ = static_cast<std::size_t>(std::min(per_sm / 2 + 1024, cap > 0 ? cap : per_sm / 2));
-      XB_CUDA(reserve_fused_comm_smem(comm_smem_));
-    }
+    comm_smem_ = comm_smem(be, dev_, cfg.engine);
+    if (comm_smem_ > 0) XB_CUDA(reserve_fused_comm_smem(comm_smem_));
     rt.barrier();  // every window zeroed before any rank writes into it
   }
 
@@ -429,6 +436,22 @@ Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
         "--comm-blocks {}: GPU{} ({}) has {} SMs, and the GEMM needs at least one of them",
         cfg.comm_blocks, dev, g.model, g.sms));
   try {
+    // Review finding 12: every comm block spins on work other blocks
+    // publish, so all of them must be resident at once. Under MPS or an
+    // SM-limited context fewer may fit than the SM count says.
+    set_device(dev);
+    const std::size_t smem = comm_smem(be, dev, cfg.engine);
+    if (smem > 0) XB_CUDA(reserve_fused_comm_smem(smem));
+    int per_sm = 0, sms = 0;
+    XB_CUDA(fused_comm_blocks_per_sm(&per_sm, smem));
+    XB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int resident = resident_blocks(per_sm, sms, std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    if (cfg.comm_blocks > resident)
+      return Support::no(fmt::format(
+          "--comm-blocks {}: GPU{} keeps at most {} comm blocks resident at once ({} per SM x the "
+          "SMs this context may use), and blocks that wait behind spinning ones would stall the "
+          "run: lower --comm-blocks",
+          cfg.comm_blocks, dev, resident, per_sm));
     if (cfg.dtype == DType::bf16 && compute_major(dev) < 8)
       return Support::no(fmt::format("--dtype bf16: GPU{} ({}) has no bf16 GEMM (before sm_80)",
                                      dev, g.model));

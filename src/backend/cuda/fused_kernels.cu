@@ -215,6 +215,11 @@ cudaError_t reserve_fused_comm_smem(std::size_t bytes) {
                               static_cast<int>(bytes));
 }
 
+cudaError_t fused_comm_blocks_per_sm(int* blocks, std::size_t smem_bytes) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, fused_comm, kFusedThreads,
+                                                       smem_bytes);
+}
+
 cudaError_t preload_fused_kernels() {
   cudaFuncAttributes attr;
   for (const void* f : {reinterpret_cast<const void*>(fused_comm),

@@ -50,6 +50,9 @@ cudaError_t launch_set_flags(cudaStream_t s, unsigned* flags, int n, unsigned va
 // (but drop_tile's).
 cudaError_t launch_arrive_rows(cudaStream_t s, const FusedArgs& a, std::int64_t row0,
                                std::int64_t rows);
+// *blocks = fused_comm blocks one SM keeps resident with `smem_bytes` of
+// dynamic shared memory each (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+cudaError_t fused_comm_blocks_per_sm(int* blocks, std::size_t smem_bytes);
 // Loads the kernels now (lazy loading would load them behind spinning ones).
 cudaError_t preload_fused_kernels();
 
