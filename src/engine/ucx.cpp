@@ -37,9 +37,16 @@ bool ucx_supports_memory(const std::string& type) {
   return (attr.memory_types & UCS_BIT(t)) != 0;
 }
 
-Worker::Worker() {
+Worker::Worker(const std::string& net_devices) {
   ucp_config_t* config = nullptr;
   ok(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  if (!net_devices.empty()) {
+    if (const ucs_status_t st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+        st != UCS_OK) {
+      ucp_config_release(config);
+      ok(st, "ucp_config_modify(NET_DEVICES)");
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;

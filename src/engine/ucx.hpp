@@ -21,7 +21,9 @@ bool ucx_supports_memory(const std::string& type);
 
 class Worker {
  public:
-  Worker();  // throws RuntimeError
+  // net_devices: UCX_NET_DEVICES for this worker's context alone ("" keeps
+  // the environment's): a lane's NIC. Throws RuntimeError.
+  explicit Worker(const std::string& net_devices = {});
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

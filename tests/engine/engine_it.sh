@@ -211,6 +211,115 @@ assert 'window' not in d['params'] and all('msg_rate' not in x and 'window' not 
   expect_usage "--window 8 is the async batch depth; --batch 4 says otherwise" \
     "$xb" engine selftest --window 8 --batch 4
   ;;
+lanes)
+  # --lanes 2 over shared memory (selftest) and over TCP (a server and a client process):
+  # a record per lane and their sum, each verified, the sum's bytes the lanes' bytes added.
+  timeout 120 "$xb" engine selftest --lanes 2 -t 8M -k 1M --block-steps 2 --loops 2 --format json \
+    -o "$tmp/shm.json" -q 2>"$tmp/shm.log" || fail "selftest --lanes 2"
+  serve --size 64M
+  UCX_TLS=tcp client tcp --lanes 2 --op read,write -t 8M -k 1M --async --loops 2 || fail "tcp --lanes 2"
+  wait $server || fail "server exit code"
+  for run in shm tcp; do
+    /usr/bin/python3 - "$tmp/$run.json" <<'PY' || fail "$run: lanes records"
+import json, sys
+from collections import defaultdict
+rs = json.load(open(sys.argv[1]))['results']
+assert rs and all(r['status'] == 'ok' and r['verified'] for r in rs), rs
+steps = defaultdict(dict)
+for r in rs:
+    steps[(r['case'], r['method'], r['block'])][r['lane_id']] = r
+for key, lanes in steps.items():
+    assert sorted(lanes) == [-1, 0, 1], (key, sorted(lanes))
+    assert lanes[-1]['bytes'] == lanes[0]['bytes'] + lanes[1]['bytes'] == 8 << 20, key
+    assert lanes[0]['bytes'] == 4 << 20
+    # the sum spans both lanes' loops: never faster than the lanes' figures added up
+    assert lanes[-1]['gbps']['median'] <= lanes[0]['gbps']['max'] + lanes[1]['gbps']['max'] + 1e-9, key
+PY
+  done
+  grep -q "tcp" "$tmp/tcp.json" || fail "tcp run did not use tcp"
+  ;;
+lanes_bad_input)
+  expect_usage "--lanes '0': '0' is not a positive count" "$xb" engine selftest --lanes 0
+  expect_usage "--lanes 65: more than the 64 allowed" "$xb" engine selftest --lanes 65
+  expect_usage "--nic nosuchnic0: no such network or RDMA device" "$xb" engine selftest --nic lo,nosuchnic0
+  expect_usage "--nic lists 2 for --lanes 3" "$xb" engine selftest --nic lo,lo --lanes 3 -t 3M -k 1M --block-steps 1
+  expect_usage "--connect: 127.0.0.1:1 is given twice" "$xb" engine client --connect 127.0.0.1:1,127.0.0.1:1
+  expect_usage "4 lanes x 1 server = 4 parts, but -t 2 MiB holds only 2 blocks of 1 MiB" \
+    "$xb" engine selftest --lanes 4 -t 2M -k 1M --block-steps 1
+  expect_usage "-t 3 MiB does not split into 2 equal parts" "$xb" engine selftest --lanes 2 -t 3M -k 1M --block-steps 1
+  expect_usage "engine fanin: one lane per client" "$xb" engine fanin --lanes 2
+  ;;
+fanout)
+  # One client, three servers at once (TCP); the third is killed mid-run: its records
+  # fail with the reason, the other two finish verified, exit 1, no hang.
+  export XFERBENCH_TOKEN=0123456789abcdef0123456789abcdef
+  for i in 0 1 2; do
+    UCX_TLS=tcp "$xb" engine serve --listen 127.0.0.1:$((port + i)) --size 64M 2>"$tmp/s$i.log" &
+    eval "srv$i=$!"
+  done
+  for i in 0 1 2; do
+    for _ in $(seq 100); do grep -q listening "$tmp/s$i.log" && break; sleep 0.1; done
+  done
+  ( for _ in $(seq 300); do grep -q accepted "$tmp/s2.log" && break; sleep 0.05; done
+    sleep 0.5; kill -9 $srv2 ) &
+  UCX_TLS=tcp timeout 150 "$xb" engine client \
+    --connect 127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2)) \
+    --op read,write -t 12M -k 1M --block-steps 2 -n 100 --timeout 5 --format json \
+    -o "$tmp/fan.json" -q 2>"$tmp/fan.log"
+  rc=$?
+  [ $rc -eq 1 ] || fail "fan-out with a killed server: exit $rc, expected 1"
+  grep -q "failed" "$tmp/fan.log" || fail "no line names the lost server"
+  /usr/bin/python3 - "$tmp/fan.json" $port <<'PY' || fail "fan-out records"
+import json, sys
+rs = json.load(open(sys.argv[1]))['results']
+port = int(sys.argv[2])
+a, b, c = (f'127.0.0.1:{port + i}' for i in range(3))
+by = lambda s: [r for r in rs if r['server'] == s]
+for s in (a, b):
+    assert len(by(s)) == 4 and all(r['status'] == 'ok' and r['verified'] for r in by(s)), by(s)
+failed = [r for r in by(c) if r['status'] == 'failed']
+assert len(by(c)) == 4 and failed and all(c in r['reason'] for r in failed), by(c)
+first = by(c).index(failed[0])
+assert all(r['status'] == 'failed' for r in by(c)[first:]), 'a lost server came back'
+assert all(r['bytes'] == 12 << 20 for r in by('all'))
+assert any(r['status'] == 'failed' and 'no sum' in r['reason'] for r in by('all'))
+PY
+  wait $srv0 || fail "server 0 exit code"
+  wait $srv1 || fail "server 1 exit code"
+  ;;
+fanin)
+  # Four clients on one server (mpiexec -n 4): each client's record with its share, the
+  # server's total with Jain's fairness, all verified.
+  timeout 200 mpiexec -n 4 "$xb" engine fanin --op read,write -t 4M -k 1M --block-steps 2 -n 3 \
+    --format json -o "$tmp/fanin.json" -q 2>"$tmp/fanin.log" || fail "fanin"
+  /usr/bin/python3 - "$tmp/fanin.json" <<'PY' || fail "fan-in records"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rs = d['results']
+assert d['summary']['clients'] == 4
+steps = {}
+for r in rs:
+    steps.setdefault((r['case'], r['block']), []).append(r)
+assert len(steps) == 4, steps.keys()
+for key, recs in steps.items():
+    clients = sorted(r['client'] for r in recs)
+    assert clients == [-1, 0, 1, 2, 3], (key, clients)
+    assert all(r['status'] == 'ok' and r['verified'] for r in recs), recs
+    total = next(r for r in recs if r['client'] == -1)
+    each = [r for r in recs if r['client'] >= 0]
+    assert total['bytes'] == 4 * (4 << 20)
+    assert abs(sum(r['share'] for r in each) - 1) < 1e-9
+    x = [r['gbps']['median'] for r in each]
+    jain = sum(x) ** 2 / (len(x) * sum(v * v for v in x))
+    assert abs(total['fairness'] - jain) < 1e-9 and 0.25 <= total['fairness'] <= 1
+    # the server's loop ends with its slowest client
+    assert total['time_us']['median'] >= max(r['time_us']['min'] for r in each) - 1e-6
+    assert all(r['client_host'] for r in each)
+PY
+  timeout 200 mpiexec -n 4 "$xb" engine fanin -t 4M -k 1M -n 2 >"$tmp/table.log" 2>&1 || fail "fanin table"
+  grep -q "total · Jain" "$tmp/table.log" && grep -q "client 3 · " "$tmp/table.log" ||
+    fail "table: $(cat "$tmp/table.log")"
+  ;;
 *) fail "unknown scenario" ;;
 esac
 echo "ok: $scenario"

@@ -312,6 +312,8 @@ class Soak:
         extra = []
         if rng.random() < 0.4:
             extra = ["--async", "--batch", str(rng.choice([1, 4, 16]))]
+        if rng.random() < 0.3 and (block << (steps - 1)) * 2 <= total:
+            extra += ["--lanes", "2"]  # two lanes (workers, endpoints, threads) in one slot
         return op, total, block, steps, loops, extra
 
     def run_wb(self, seed, kind="wb"):

@@ -10,6 +10,8 @@
 #include "family/doctor/doctor_rounds.hpp"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace xb {
@@ -357,6 +359,80 @@ TEST(DoctorLinks, NvlinkWithoutCountHasNoPcieFigureAndPcieUsesTheMaximumSpeed) {
   EXPECT_NEAR(*pcie_expected_raw("16.0 GT/s PCIe", "Unknown", 16, 16), 31.508, 0.01);
   EXPECT_FALSE(pcie_expected_raw("Unknown", "", 16, 16));
   EXPECT_FALSE(pcie_expected_raw("32.0 GT/s PCIe", "32.0 GT/s PCIe", 0, 0));
+}
+
+}  // namespace xb
+
+namespace xb {
+namespace {
+
+std::vector<double> loops_around(double gbps, std::mt19937& rng, double spread = 0.05) {
+  std::uniform_real_distribution<double> u(1 - spread, 1 + spread);
+  std::vector<double> v;
+  for (int i = 0; i < 10; ++i) v.push_back(gbps * u(rng));
+  return v;
+}
+
+}  // namespace
+
+// doctor --engine-server: a lane shaped to a fraction of its peers is named
+// FAIL; lanes that are all below their line rate alike are WARN (the host
+// limits them); healthy lanes PASS.
+TEST(DoctorEngineLanes, TheSlowNicIsNamed) {
+  std::mt19937 rng(7);
+  const double line = 10e9 / 8 / 1e9;  // a 10 Gb/s veth: 1.25 GB/s
+  std::vector<EngineLaneFigures> lanes{
+      {"lane 0 to a:1 (nic xb0)", "xb0", line, loops_around(1.1, rng)},
+      {"lane 1 to a:1 (nic xb1)", "xb1", line, loops_around(0.05, rng)}};
+  auto rows = judge_engine_lanes(lanes);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].verdict, Verdict::pass) << rows[0].why;
+  EXPECT_EQ(rows[1].verdict, Verdict::fail) << rows[1].why;
+  EXPECT_NE(rows[1].why.find("nic xb1"), std::string::npos) << rows[1].why;
+  EXPECT_NEAR(rows[1].expected, line * kNicEfficiency, 1e-12);
+
+  // every lane at 40 % of its line rate, alike: not a NIC's fault
+  lanes = {{"lane 0", "xb0", line, loops_around(0.4, rng)},
+           {"lane 1", "xb1", line, loops_around(0.4, rng)}};
+  rows = judge_engine_lanes(lanes);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.verdict, Verdict::warn) << r.why;
+    EXPECT_NE(r.why.find("host"), std::string::npos) << r.why;
+  }
+  // one lane, far below its line rate, settled: FAIL; no line rate known: no verdict
+  rows = judge_engine_lanes({{"lane", "xb0", line, loops_around(0.2, rng)}});
+  EXPECT_EQ(rows[0].verdict, Verdict::fail) << rows[0].why;
+  rows = judge_engine_lanes({{"lane", "", 0, loops_around(0.2, rng)}});
+  EXPECT_EQ(rows[0].verdict, Verdict::none) << rows[0].why;
+  EXPECT_TRUE(judge_engine_lanes({}).empty());
+}
+
+// Noise alone never convicts a lane: equal lanes with 40 % loop-to-loop
+// spread are never FAIL against each other.
+TEST(DoctorEngineLanes, NoisyEqualLanesAreNotConvicted) {
+  for (unsigned seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const auto rows = judge_engine_lanes({{"lane 0", "", 0, loops_around(1.0, rng, 0.4)},
+                                          {"lane 1", "", 0, loops_around(1.0, rng, 0.4)},
+                                          {"lane 2", "", 0, loops_around(1.0, rng, 0.4)}});
+    for (const auto& r : rows) ASSERT_NE(r.verdict, Verdict::fail) << seed << " " << r.why;
+  }
+}
+
+TEST(DoctorEngineLanes, NicLineRateFromSysfs) {
+  const std::string root = ::testing::TempDir() + "/xb_sysfs_class";
+  std::filesystem::create_directories(root + "/net/eth1");
+  std::filesystem::create_directories(root + "/infiniband/mlx5_0/ports/1");
+  std::filesystem::create_directories(root + "/net/veth9");
+  std::ofstream(root + "/net/eth1/speed") << "25000\n";
+  std::ofstream(root + "/infiniband/mlx5_0/ports/1/rate") << "100 Gb/sec (4X EDR)\n";
+  std::ofstream(root + "/net/veth9/speed") << "-1\n";
+  EXPECT_DOUBLE_EQ(nic_line_gbps("eth1", root), 3.125);
+  EXPECT_DOUBLE_EQ(nic_line_gbps("mlx5_0:1", root), 12.5);
+  EXPECT_DOUBLE_EQ(nic_line_gbps("mlx5_0", root), 12.5);
+  EXPECT_EQ(nic_line_gbps("veth9", root), 0);  // an unknown speed
+  EXPECT_EQ(nic_line_gbps("nope", root), 0);
+  EXPECT_EQ(nic_line_gbps("../x", root), 0);
 }
 
 }  // namespace xb

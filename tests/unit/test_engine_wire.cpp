@@ -200,4 +200,77 @@ TEST(EngineModes, LettersNameEachSide) {
   EXPECT_TRUE(client_on_device(EngineMode::d2d) && server_on_device(EngineMode::d2d));
 }
 
+// --lanes x servers split -t evenly, whole blocks each; every refusal is a
+// usage error naming the split.
+TEST(EngineLanes, PartLength) {
+  EngineClientConfig c;
+  c.total = 8 << 20;
+  c.block = 1 << 20;
+  c.block_steps = 2;
+  c.lanes = 2;
+  EXPECT_EQ(engine_part_length(c, 1), 4u << 20);
+  EXPECT_EQ(engine_part_length(c, 2), 2u << 20);
+  EXPECT_THROW(engine_part_length(c, 8), UsageError);  // 16 parts, 4 blocks of 2 MiB
+  c.lanes = 3;
+  EXPECT_THROW(engine_part_length(c, 1), UsageError);  // 8 MiB in 3 parts
+  c.lanes = 0;
+  EXPECT_THROW(engine_part_length(c, 1), UsageError);
+  c.lanes = kEngineMaxLanes + 1;
+  EXPECT_THROW(engine_part_length(c, 1), UsageError);
+  c.lanes = 1;
+  c.total = 3 << 20;
+  c.block_steps = 1;
+  EXPECT_EQ(engine_part_length(c, 1), 3u << 20);  // one part: -t as it is
+  EXPECT_EQ(engine_part_length(c, 3), 1u << 20);
+}
+
+TEST(EngineFanin, JainIndex) {
+  EXPECT_DOUBLE_EQ(jain_index({5, 5, 5, 5}), 1.0);
+  EXPECT_DOUBLE_EQ(jain_index({8, 0, 0, 0}), 0.25);
+  EXPECT_NEAR(jain_index({1, 2}), 9.0 / 10.0, 1e-12);
+  EXPECT_EQ(jain_index({}), 0.0);
+}
+
+Record client_record(double loop_us, Bytes bytes) {
+  Record r;
+  r.kase = "read";
+  r.method = "sync";
+  r.bytes = bytes;
+  r.verified = true;
+  const std::vector<double> loops{loop_us, loop_us};
+  r.set_samples(loops);
+  r.set(engine_field::block, std::int64_t{1 << 20});
+  return r;
+}
+
+TEST(EngineFanin, SharesTotalAndFairness) {
+  const Bytes b = 4 << 20;
+  std::vector<Record> clients{client_record(1000, b), client_record(3000, b)};
+  const auto out = fanin_records(clients, {{1000, 1000}, {3000, 2000}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].get(engine_field::client), 0);
+  EXPECT_EQ(out[1].get(engine_field::client), 1);
+  EXPECT_NEAR(*out[0].get(engine_field::share), 0.75, 1e-9);  // 3x the other's GB/s
+  EXPECT_NEAR(*out[1].get(engine_field::share), 0.25, 1e-9);
+  const Record& total = out[2];
+  EXPECT_EQ(total.get(engine_field::client), -1);
+  EXPECT_EQ(total.bytes, 2 * b);
+  EXPECT_EQ(total.get(engine_field::requests), 8);
+  // each loop ends with the slowest client: 3000 and 2000 us, median 2500
+  EXPECT_DOUBLE_EQ(total.time_us.median, 2500);
+  EXPECT_NEAR(*total.get(engine_field::fairness), jain_index({b / 1000e3, b / 3000e3}), 1e-12);
+  EXPECT_EQ(total.verified, true);
+}
+
+TEST(EngineFanin, AFailedClientFailsTheTotal) {
+  std::vector<Record> clients{client_record(1000, 1 << 20), client_record(1000, 1 << 20)};
+  clients[1].status = Status::failed;
+  clients[1].reason = "the peer failed";
+  const auto out = fanin_records(clients, {{1000, 1000}, {}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2].status, Status::failed);
+  EXPECT_NE(out[2].reason.find("client 1: the peer failed"), std::string::npos);
+  EXPECT_FALSE(out[0].get(engine_field::share).has_value());
+}
+
 }  // namespace xb

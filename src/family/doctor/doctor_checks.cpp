@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 
 namespace xb {
 
@@ -183,6 +185,98 @@ Verdict confirm_fail(const Judgement& first, const Judgement& again, Grade g) {
   both.insert(both.end(), again.ratios.begin(), again.ratios.end());
   const Judgement pooled = judge(both, g);
   return pooled.verdict == Verdict::fail && pooled.settled ? Verdict::fail : Verdict::warn;
+}
+
+std::vector<Finding> judge_engine_lanes(const std::vector<EngineLaneFigures>& lanes) {
+  std::vector<Finding> out;
+  std::size_t loops = SIZE_MAX;
+  for (const auto& l : lanes) loops = std::min(loops, l.gbps.size());
+  if (lanes.empty() || loops == 0 || loops == SIZE_MAX) return out;
+  const Grade g{0.8, 0.5};
+  std::vector<Judgement> peers(lanes.size()), line(lanes.size());
+  for (std::size_t l = 0; l < loops; ++l) {
+    std::vector<double> round;
+    for (const auto& lane : lanes) round.push_back(lane.gbps[l]);
+    const double ref = peer_reference(round);
+    for (std::size_t i = 0; i < lanes.size() && ref > 0; ++i)
+      peers[i].ratios.push_back(round[i] / ref);
+  }
+  bool every_lane_short = true;
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    peers[i] = judge(peers[i].ratios, g);
+    std::vector<double> r;
+    if (lanes[i].line_gbps > 0)
+      for (std::size_t l = 0; l < loops; ++l)
+        r.push_back(lanes[i].gbps[l] / (lanes[i].line_gbps * kNicEfficiency));
+    line[i] = judge(r, g);
+    every_lane_short = every_lane_short && line[i].verdict != Verdict::pass &&
+                       line[i].verdict != Verdict::none;
+  }
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const auto& lane = lanes[i];
+    std::vector<double> mine(lane.gbps.begin(), lane.gbps.begin() + static_cast<long>(loops));
+    const double measured = median_interval(mine).median;
+    const double expected = lane.line_gbps * kNicEfficiency;
+    Finding f{"engine", lane.where, Verdict::none, measured, expected, "GB/s", ""};
+    const Judgement& p = peers[i];
+    const Judgement& n = line[i];
+    const std::string line_text =
+        lane.line_gbps > 0 ? fmt::format("{:.0f} % of nic {}'s line rate ({:.0f} Gb/s) x {:.2f}",
+                                         n.ratio.median * 100, lane.nic, lane.line_gbps * 8,
+                                         kNicEfficiency)
+                           : fmt::format("nic {}: no line rate in sysfs", lane.nic);
+    if (p.verdict == Verdict::fail) {
+      f.verdict = Verdict::fail;
+      f.paired_ratio = p.ratio.median;
+      f.why = fmt::format("this lane is slow: {:.0f} % of its peers in each loop ({}); {}",
+                          p.ratio.median * 100,
+                          lane.nic.empty() ? std::string("UCX's own NIC choice") : "nic " + lane.nic,
+                          line_text);
+    } else if (n.verdict != Verdict::none) {
+      f.paired_ratio = n.ratio.median;
+      f.verdict = n.verdict;
+      if (n.verdict == Verdict::fail && lanes.size() > 1 && every_lane_short)
+        f.verdict = Verdict::warn;
+      f.why = n.verdict == Verdict::pass
+                  ? line_text
+                  : f.verdict == Verdict::warn && lanes.size() > 1 && every_lane_short
+                  ? line_text + ": every lane is below its line rate alike, so the host (cores, "
+                                "UCX transport) limits them, not this NIC"
+                  : line_text + (n.settled ? "" : " (not settled: noisy loops)");
+      if (p.verdict == Verdict::warn)
+        f.why += fmt::format("; {:.0f} % of its peers", p.ratio.median * 100);
+    } else {
+      f.verdict = p.verdict == Verdict::none ? Verdict::none : p.verdict;
+      if (p.verdict != Verdict::none) f.paired_ratio = p.ratio.median;
+      f.why = p.verdict == Verdict::none
+                  ? line_text + "; one lane: nothing to hold it against"
+                  : fmt::format("{:.0f} % of its peers; {}", p.ratio.median * 100, line_text);
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+double nic_line_gbps(const std::string& nic, const std::string& root) {
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string s;
+    std::getline(in, s);
+    return s;
+  };
+  const std::string dev = nic.substr(0, nic.find(':'));
+  if (dev.empty() || dev.find('/') != std::string::npos) return 0;
+  const std::string port = nic.find(':') == std::string::npos ? "1" : nic.substr(nic.find(':') + 1);
+  if (const std::string mbps = read(root + "/net/" + dev + "/speed"); !mbps.empty()) {
+    const double v = std::strtod(mbps.c_str(), nullptr);
+    if (v > 0) return v * 1e6 / 8 / 1e9;
+  }
+  if (const std::string rate = read(root + "/infiniband/" + dev + "/ports/" + port + "/rate");
+      !rate.empty()) {
+    const double gbit = std::strtod(rate.c_str(), nullptr);
+    if (gbit > 0) return gbit / 8;
+  }
+  return 0;
 }
 
 }  // namespace xb

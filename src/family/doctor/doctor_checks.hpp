@@ -163,4 +163,31 @@ std::vector<double> peer_ratios(const std::vector<double>& values);
 // more values, the best with 2; 0 with fewer.
 double peer_reference(const std::vector<double>& values);
 
+// --- The engine's lanes (doctor --engine-server) --------------------------
+// A NIC moves this share of its line rate through the engine in practice
+// (TCP or RDMA headers, request turnaround).
+inline constexpr double kNicEfficiency = 0.80;
+
+// One lane of an engine run: where it went, its NIC and that NIC's line
+// rate in GB/s (0: not known), and its GB/s in each loop (the lanes ran
+// every loop together, so loop l of every lane is one paired round).
+struct EngineLaneFigures {
+  std::string where;  // "lane 1 to 10.0.0.2:20000 (nic eth1)"
+  std::string nic;
+  double line_gbps = 0;
+  std::vector<double> gbps;
+};
+// A row per lane, judged on its loops: against its peers (each loop's
+// reference: peer_reference of the lanes' figures), FAIL when settled below
+// half of them; against its NIC's line rate x kNicEfficiency, where known.
+// A lane below its line rate while its peers are too is at most WARN (the
+// host or the transport limits every lane, not this NIC); with one lane
+// the line-rate judgement stands alone.
+std::vector<Finding> judge_engine_lanes(const std::vector<EngineLaneFigures>& lanes);
+// A NIC's line rate in GB/s from sysfs under `root` (/sys/class): a network
+// interface's net/NAME/speed (Mb/s), or an RDMA port's
+// infiniband/DEV/ports/PORT/rate ("100 Gb/sec (4X EDR)"; NAME "mlx5_0:1",
+// port 1 by default); 0 where neither says.
+double nic_line_gbps(const std::string& nic, const std::string& root = "/sys/class");
+
 }  // namespace xb

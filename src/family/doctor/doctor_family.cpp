@@ -122,11 +122,21 @@ std::string busy_text(double cv, const CpuLoad& load) {
   return s;
 }
 
+// doctor --engine-server: where the engine's lanes go.
+struct DoctorEngineTarget {
+  std::vector<std::pair<std::string, int>> servers;
+  std::vector<std::string> nics;
+  std::string token;
+};
+
 class Doctor {
  public:
   Doctor(Backend& be, const Plan& plan, const std::set<std::string>& checks,
          const Progress& progress)
       : be_(be), plan_(plan), checks_(checks), progress_(progress) {}
+
+  // --engine-server: the engine's lanes to those servers, a NIC each.
+  void set_engine_target(DoctorEngineTarget t) { engine_target_ = std::move(t); }
 
   std::vector<Finding> run() {
     const double t0 = now_s();
@@ -643,9 +653,65 @@ class Doctor {
              "for reference (no expected figure: start-up of the copy path, not link speed)"});
   }
 
+  // The engine's lanes to remote servers (one per --nic, or one per server),
+  // each run every loop together with the others: a row per lane, held
+  // against its peers and its NIC's line rate (judge_engine_lanes).
+  void engine_lanes() {
+    const DoctorEngineTarget& t = engine_target_;
+    EngineClientConfig cfg;
+    cfg.ops = {engine::Op::read};
+    cfg.block = 1ULL << 20;
+    cfg.nics = t.nics;
+    const std::size_t servers = t.servers.size();
+    cfg.lanes = servers > 1 && t.nics.size() == servers ? 1 : std::max<int>(1, static_cast<int>(t.nics.size()));
+    const Bytes parts = static_cast<Bytes>(cfg.lanes) * servers;
+    const Bytes per_part = std::max<Bytes>(plan_.size / parts / cfg.block, 4) * cfg.block;
+    cfg.total = per_part * parts;
+    cfg.loops = std::max(plan_.iters, 10);
+    cfg.warmup = 1;
+    cfg.journal = false;
+    cfg.peer_errors = true;  // another host: a lost server fails its lane, never hangs
+    cfg.timeout_s = 10;
+    try {
+      auto host = make_backend("host");
+      std::vector<std::unique_ptr<engine::ServerLink>> links;
+      std::vector<EngineServer> targets;
+      for (const auto& [h, port] : t.servers) {
+        links.push_back(std::make_unique<engine::ServerLink>(h, port, t.token, engine_digest(cfg),
+                                                             "host", 10, 10));
+        targets.push_back({links.back().get(), fmt::format("{}:{}", h, port)});
+      }
+      EngineRun run = run_engine_client(targets, cfg, 0, *host);
+      for (auto& l : links) l->bye();
+      std::vector<EngineLaneFigures> lanes;
+      for (std::size_t i = 0; i < run.records.size(); ++i) {
+        const Record& r = run.records[i];
+        const auto server = r.get(engine_field::server).value_or("");
+        const auto lane = r.get(engine_field::lane_id).value_or(-1);
+        if (server == "all" || (cfg.lanes > 1 && lane < 0)) continue;  // sums
+        const std::string nic = r.get(engine_field::nic).value_or("");
+        std::string where = lane >= 0 ? fmt::format("lane {} to {}", lane, server) : "lane to " + server;
+        if (!nic.empty()) where += fmt::format(" (nic {})", nic);
+        if (r.status != Status::ok) {
+          add({"engine", where, Verdict::fail, 0, 0, "GB/s", fmt::format("the lane failed: {}", r.reason)});
+          continue;
+        }
+        EngineLaneFigures f{where, nic, nic.empty() ? 0 : nic_line_gbps(nic), {}};
+        for (const double us : run.loops_us[i])
+          f.gbps.push_back(us > 0 ? static_cast<double>(r.bytes) / us / 1e3 : 0);
+        lanes.push_back(std::move(f));
+      }
+      for (Finding& f : judge_engine_lanes(lanes)) add(f);
+    } catch (const std::exception& e) {
+      add({"engine", "lanes", Verdict::warn, 0, 0, "GB/s",
+           fmt::format("the engine's lanes did not run: {}", e.what())});
+    }
+  }
+
   // The engine on loopback against memcpy; a FAIL must reproduce on a
   // second selftest.
   void engine() {
+    if (!engine_target_.servers.empty()) return engine_lanes();
     EngineClientConfig cfg;
     cfg.ops = {engine::Op::read};
     cfg.total = std::min<Bytes>(plan_.size, 16ULL << 20);
@@ -773,6 +839,7 @@ class Doctor {
 
   Backend& be_;
   Plan plan_;
+  DoctorEngineTarget engine_target_;
   std::set<std::string> checks_;
   Progress progress_;
   double reference_ = 0;
@@ -1020,6 +1087,17 @@ class DoctorFamily final : public Family {
     app.add_option("--checks", checks_,
                    fmt::format("comma list of checks to run (default all): {}",
                                fmt::join(kChecks, ", ")));
+    app.add_option("--engine-server", engine_servers_,
+                   "the engine check runs lanes to these servers (HOST:PORT list, `engine serve` "
+                   "there) instead of the loopback selftest: a row per lane, held against the "
+                   "other lanes and its NIC's line rate x 0.80")
+        ->type_name("LIST");
+    app.add_option("--nic", engine_nics_,
+                   "with --engine-server: a lane per NIC (UCX_NET_DEVICES), or one per server "
+                   "when they are as many")
+        ->type_name("LIST");
+    app.add_option("--token-file", engine_token_file_,
+                   "with --engine-server: the servers' token (or XFERBENCH_TOKEN)");
     RunOpts which;
     which.ranks = true;
     which.prom = true;
@@ -1040,7 +1118,8 @@ Examples:
   xferbench doctor --quick --format json -o doctor.json
   xferbench doctor --quick -q --format prom -o /var/lib/node_exporter/textfile/xferbench.prom
   xferbench doctor --backend cuda --checks bandwidth,link,direction
-  xferbench doctor --ranks 2        # also remote get and an allreduce across 2 ranks)");
+  xferbench doctor --ranks 2        # also remote get and an allreduce across 2 ranks
+  xferbench doctor --checks engine --engine-server 10.0.0.2:20000 --nic eth0,eth1 --token-file tok)");
   }
 
   int run(const Invocation&) override {
@@ -1059,10 +1138,25 @@ Examples:
       if (checks.empty()) throw UsageError("--checks needs at least one check");
     }
     const Plan plan = plan_of(quick_, full_);
+    DoctorEngineTarget target;
+    if (!engine_nics_.empty() && engine_servers_.empty())
+      throw UsageError("--nic: give the engine servers its lanes go to (--engine-server)");
+    if (!engine_servers_.empty()) {
+      target.servers = parse_engine_servers(engine_servers_);
+      if (!engine_nics_.empty())
+        for (const auto& n : option_list("--nic", engine_nics_, "eth0,eth1")) {
+          check_engine_nic(n);
+          target.nics.push_back(n);
+        }
+      target.token = engine::load_token(engine_token_file_);
+      if (target.token.empty())
+        throw UsageError("--engine-server: give the servers' token (--token-file or XFERBENCH_TOKEN)");
+    }
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& be = *chosen.backend;
     Output out(run_);
     Doctor doc(be, plan, checks, progress_for(run_));
+    doc.set_engine_target(std::move(target));
     std::vector<Finding> findings = doc.run();
     if (run_.ranks > 1) {
       for (auto& f : cross_rank(run_.ranks, be.name(), doc.reference())) findings.push_back(f);
@@ -1087,6 +1181,7 @@ Examples:
  private:
   bool quick_ = false, full_ = false;
   std::string checks_;
+  std::string engine_servers_, engine_nics_, engine_token_file_;
   RunOptions run_;
   RecordSchema schema_{"doctor"};
 };

@@ -2,6 +2,7 @@
 // `xferbench engine client` / `selftest`: HIXL-style throughput of one-sided
 // reads and writes against an engine server's slot: total size per loop,
 // block sizes block*2^i, sync requests or async batches.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,21 @@ inline constexpr FieldKey<double> wait_us{"wait_us"};
 // requests per second of a loop on the median loop (requests / median time).
 inline constexpr FieldKey<std::int64_t> window{"window"};
 inline constexpr FieldKey<double> msg_rate{"msg_rate"};
+// Runs of more than one part (--lanes, several --connect servers): the
+// server of a record ("host:port", "all" for the total over servers), its
+// lane (-1: the sum of the server's lanes) and the lane's NIC (--nic).
+inline constexpr FieldKey<std::string> server{"server"};
+inline constexpr FieldKey<std::int64_t> lane_id{"lane_id"};
+inline constexpr FieldKey<std::string> nic{"nic"};
+// Fan-in (engine fanin): the client (its rank; -1: the server's total), its
+// share of the total GB/s, and Jain's fairness index over the clients.
+inline constexpr FieldKey<std::int64_t> client{"client"};
+inline constexpr FieldKey<std::string> client_host{"client_host"};
+inline constexpr FieldKey<double> share{"share"};
+inline constexpr FieldKey<double> fairness{"fairness"};
 }  // namespace engine_field
+
+inline constexpr int kEngineMaxLanes = 64;
 
 // The first letter: the client's local memory; the last: the server's
 // region (h host, d device: cudaMalloc on cuda, memory bound to the NUMA
@@ -89,6 +104,19 @@ struct EngineClientConfig {
   bool check = true;
   double timeout_s = 30;     // per request
   bool peer_errors = false;  // UCX peer error mode (excludes shared memory on UCX 1.13)
+  // --lanes: lanes to each server, each on its own UCX context, worker,
+  // endpoint and thread; -t is split evenly over lanes x servers.
+  int lanes = 1;
+  // --nic: lane i's UCX_NET_DEVICES (cycled; with one lane to each of
+  // several servers, server i's); empty: UCX's choice.
+  std::vector<std::string> nics;
+  std::vector<int> devices;       // --device 0,1: lane i's device (cycled); empty: `device`
+  // Called before every loop (warm-up and timed) of a one-part run, on the
+  // calling thread: fan-in's ranks start each loop together.
+  std::function<void()> before_loop;
+  // Between steps instead of the process's stop point (fan-in: collective).
+  std::function<void()> stop_point;
+  bool journal = true;  // each record to the run's sink as it is made (record_done)
 };
 
 // Block sizes of the run. Throws UsageError for -k > -t, -t not a multiple
@@ -96,8 +124,22 @@ struct EngineClientConfig {
 std::vector<Bytes> engine_blocks(const EngineClientConfig& cfg);
 std::string engine_digest(const EngineClientConfig& cfg);
 
+// Bytes each part (a lane to one server) moves per loop: -t split evenly
+// over lanes x servers, whole blocks of every block size each. Throws
+// UsageError for --lanes out of 1..kEngineMaxLanes, more parts than blocks,
+// or an uneven split.
+Bytes engine_part_length(const EngineClientConfig& cfg, std::size_t servers);
+
+// One server of a client run and its name in records ("host:port"; "" for
+// a run's only server, whose records carry no server field).
+struct EngineServer {
+  engine::ServerLink* link = nullptr;
+  std::string name;
+};
+
 struct EngineRun {
   std::vector<Record> records;
+  std::vector<std::vector<double>> loops_us;  // each record's loop times (none where it failed)
   Params summary;  // ucx_version, transports, connect_ms, register_ms
 };
 
@@ -105,6 +147,32 @@ struct EngineRun {
 // client's memory comes from `backend` (device memory for d2h and d2d).
 EngineRun run_engine_client(engine::ServerLink& link, const EngineClientConfig& cfg,
                             double connect_ms, Backend& backend);
+// The same against several servers at once (fan-out), each with
+// cfg.lanes lanes: a record per part, per server (the sum of its lanes) and
+// the total. A part whose server is lost fails (its records `failed` with
+// the reason, from then on); the others finish.
+EngineRun run_engine_client(const std::vector<EngineServer>& servers, const EngineClientConfig& cfg,
+                            double connect_ms, Backend& backend);
+
+// Fan-in: N clients of one server ran the same step at once, each loop
+// started together. `clients[i]` is client i's record, `loops_us[i]` its
+// loop times. Returns each client's record with `client` = i and `share`
+// (its GB/s over the clients' sum), then the server's total (`client` -1):
+// their bytes over each loop's slowest client, and Jain's fairness index of
+// the clients' GB/s. A failed client fails the total, with its reason.
+std::vector<Record> fanin_records(std::vector<Record> clients,
+                                  const std::vector<std::vector<double>>& loops_us);
+// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n
+// when one takes everything. Pure.
+double jain_index(const std::vector<double>& x);
+
+// A lane's NIC must exist here: a network interface (/sys/class/net) or an
+// RDMA device, with or without its port ("mlx5_0:1", /sys/class/infiniband).
+// Throws UsageError naming it.
+void check_engine_nic(const std::string& nic);
+// --connect: one server HOST:PORT or a list (fan-out); an empty item or the
+// same server twice is a UsageError.
+std::vector<std::pair<std::string, int>> parse_engine_servers(const std::string& text);
 
 // Throws UsageError unless `device` is one of b's devices (`option` names it).
 void check_engine_device(const Backend& b, int device, const char* option);

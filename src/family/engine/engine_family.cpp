@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <optional>
 #include <thread>
@@ -15,7 +16,10 @@
 #include "core/journal.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
+#include "core/sysinfo.hpp"
+#include "family/agree.hpp"
 #include "family/run.hpp"
+#include "runtime/runtime.hpp"
 
 namespace xb {
 namespace {
@@ -38,8 +42,10 @@ struct ClientArgs {
   bool async = false;
   double connect_timeout = 10, timeout = 30;
   std::string err_mode = "auto";
-  int device = 0, server_device = 0;
+  std::string device = "0";  // one device, or a list: a lane each
+  int server_device = 0;
   std::string lane = "auto", stage_chunk = "1M";
+  std::string lanes, nic;  // --lanes N, --nic a,b ("": not given)
 };
 
 void log_line(const std::string& s) { std::fprintf(stderr, "engine: %s\n", s.c_str()); }
@@ -58,6 +64,47 @@ bool auto_peer_errors(const std::string& host) {
   for (const char* shm : {"shm", "posix", "sysv", "cma", "xpmem", "knem", "all"})
     if (t.find(shm) != std::string::npos) return false;
   return true;
+}
+
+// --lanes, --nic and a --device list: the lanes and what each uses. A list
+// sets the lane count where --lanes is not given, and must match it where
+// it is.
+void apply_lanes(const ClientArgs& a, EngineClientConfig& c) {
+  c.devices.clear();
+  for (const auto& d : option_list("--device", a.device, "0 or 0,1")) {
+    std::size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(d, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != d.size() || v < 0 || d[0] == '+')
+      throw UsageError(fmt::format("--device '{}': '{}' is not a device index", a.device, d));
+    c.devices.push_back(v);
+  }
+  c.device = c.devices[0];
+  if (c.devices.size() == 1) c.devices.clear();
+  c.nics.clear();
+  if (!a.nic.empty())
+    for (const auto& n : option_list("--nic", a.nic, "mlx5_0,mlx5_1")) {
+      check_engine_nic(n);
+      c.nics.push_back(n);
+    }
+  std::optional<int> lanes;
+  if (!a.lanes.empty()) {
+    if (a.lanes.find(',') != std::string::npos)
+      throw UsageError(fmt::format("--lanes '{}': one count, not a list (give 2)", a.lanes));
+    lanes = parse_count_list("--lanes", a.lanes, kEngineMaxLanes, "2")[0];
+  }
+  for (const auto& [what, n] : {std::pair<const char*, std::size_t>{"--nic", c.nics.size()},
+                                {"--device", c.devices.size()}}) {
+    if (n <= 1) continue;
+    if (lanes && *lanes != static_cast<int>(n))
+      throw UsageError(fmt::format("{} lists {} for --lanes {}: give one per lane", what, n, *lanes));
+    lanes = static_cast<int>(n);
+  }
+  c.lanes = lanes.value_or(1);
 }
 
 EngineClientConfig to_config(const ClientArgs& a) {
@@ -94,7 +141,7 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.check = !a.run.no_check;
   c.timeout_s = a.timeout;
   c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
-  c.device = a.device;
+  apply_lanes(a, c);
   c.lane = a.lane == "ucx"      ? EngineLane::ucx
            : a.lane == "staged" ? EngineLane::staged
            : a.lane == "ipc"    ? EngineLane::ipc
@@ -123,16 +170,21 @@ Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
               {"async", c.async},
               {"batch", static_cast<std::int64_t>(c.batch)},
               {"check", c.check},
-              {"device", static_cast<std::int64_t>(c.device)},
+              {"device", a.device},
+              {"lanes", static_cast<std::int64_t>(c.lanes)},
               {"lane", a.lane},
               {"stage_chunk", static_cast<std::int64_t>(c.stage_chunk)}};
   if (c.window > 0) p.emplace_back("window", static_cast<std::int64_t>(c.window));
+  if (!a.nic.empty()) p.emplace_back("nic", a.nic);
   return p;
 }
 
 void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
   if (with_connect) {
-    app.add_option("--connect", a.connect, "server HOST:PORT")->default_str("127.0.0.1:20000");
+    app.add_option("--connect", a.connect,
+                   "server HOST:PORT, or a list of servers reached at once (fan-out: -t split "
+                   "among them; a record per server and the total)")
+        ->default_str("127.0.0.1:20000");
     app.add_option("--token-file", a.token_file, "shared token (or XFERBENCH_TOKEN)");
     app.add_option("--connect-timeout", a.connect_timeout, "seconds to reach the server")
         ->default_str("10");
@@ -143,7 +195,18 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
                  "device: a NUMA node on the host backend, cudaMalloc on cuda)")
       ->check(CLI::IsMember({"h2h", "h2d", "d2h", "d2d"}))
       ->default_str("h2h");
-  app.add_option("--device", a.device, "the client's device (d2h, d2d)")->default_str("0");
+  app.add_option("--device", a.device,
+                 "the client's device (d2h, d2d); a list (0,1) gives each lane its own")
+      ->default_str("0");
+  app.add_option("--lanes", a.lanes,
+                 "lanes to each server, each with its own UCX context, worker, endpoint and "
+                 "thread; -t split among them; a record per lane and their sum")
+      ->type_name("N")
+      ->default_str("1");
+  app.add_option("--nic", a.nic,
+                 "a NIC per lane (UCX_NET_DEVICES of that lane's context): mlx5_0:1,mlx5_1:1 or "
+                 "eth0,eth1; sets --lanes")
+      ->type_name("LIST");
   if (!with_connect)
     app.add_option("--server-device", a.server_device, "the server's device (h2d, d2d)")
         ->default_str("0");
@@ -198,28 +261,48 @@ int emit_engine(const Family& f, const RunOptions& opts, const Backend& backend,
       out);
 }
 
+void check_devices(const Backend& b, const EngineClientConfig& cfg) {
+  check_engine_device(b, cfg.device, "--device");
+  for (const int d : cfg.devices) check_engine_device(b, d, "--device");
+}
+
 int run_client(const Family& f, const ClientArgs& a) {
   EngineClientConfig cfg = to_config(a);
-  const auto [host, port] = engine::parse_endpoint(a.connect, "--connect");
-  if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors(host);
+  const auto endpoints = parse_engine_servers(a.connect);
+  // --nic a,b to two servers without --lanes: a NIC per server, one lane each.
+  if (a.lanes.empty() && endpoints.size() > 1 && cfg.nics.size() == endpoints.size() &&
+      cfg.devices.size() <= 1)
+    cfg.lanes = 1;
+  engine_part_length(cfg, endpoints.size());  // --lanes x servers against -t, before connecting
+  if (a.err_mode == "auto") {
+    cfg.peer_errors = false;
+    for (const auto& ep : endpoints) cfg.peer_errors = cfg.peer_errors || auto_peer_errors(ep.first);
+  }
   const std::string token = engine::load_token(a.token_file);
   if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
-  if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
+  if (client_on_device(cfg.mode)) check_devices(*backend, cfg);
   auto out = begin_engine(f, opts, *backend, params_of(a, cfg));
   const auto t0 = Clock::now();
-  engine::ServerLink link(host, port, token, engine_digest(cfg),
-                          server_on_device(cfg.mode) ? "device" : "host", a.connect_timeout, 10);
+  std::vector<std::unique_ptr<engine::ServerLink>> links;
+  std::vector<EngineServer> servers;
+  for (const auto& [host, port] : endpoints) {
+    links.push_back(std::make_unique<engine::ServerLink>(
+        host, port, token, engine_digest(cfg), server_on_device(cfg.mode) ? "device" : "host",
+        a.connect_timeout, 10));
+    servers.push_back({links.back().get(),
+                       endpoints.size() > 1 ? fmt::format("{}:{}", host, port) : std::string()});
+  }
   const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
   EngineRun run;
   try {
-    run = run_engine_client(link, cfg, connect_ms, *backend);
-  } catch (const Interrupted&) {  // stopped: the server hears a goodbye, not a lost client
-    link.bye();
+    run = run_engine_client(servers, cfg, connect_ms, *backend);
+  } catch (const Interrupted&) {  // stopped: the servers hear a goodbye, not a lost client
+    for (auto& l : links) l->bye();
     throw;
   }
-  link.bye();
+  for (auto& l : links) l->bye();
   return emit_engine(f, opts, *backend, std::move(run), params_of(a, cfg), *out);
 }
 
@@ -256,13 +339,135 @@ int run_selftest(const Family& f, const ClientArgs& a) {
   if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors("127.0.0.1");
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
-  if (client_on_device(cfg.mode)) check_engine_device(*backend, cfg.device, "--device");
+  if (client_on_device(cfg.mode)) check_devices(*backend, cfg);
+  engine_part_length(cfg, 1);
   auto out = begin_engine(f, opts, *backend, params_of(a, cfg));
   // A window is an async depth: the selftest runs that alone.
   EngineRun all =
       engine_selftest(cfg, *backend, a.server_device,
                       cfg.window > 0 ? std::vector<bool>{true} : std::vector<bool>{false, true});
   return emit_engine(f, opts, *backend, std::move(all), params_of(a, cfg), *out);
+}
+
+// Loop times of records, on the wire between ranks: "1.5,2.25;;3" (a
+// record without a figure has none).
+std::string loops_to_text(const std::vector<std::vector<double>>& loops) {
+  std::string s;
+  for (std::size_t i = 0; i < loops.size(); ++i) {
+    if (i) s += ';';
+    for (std::size_t k = 0; k < loops[i].size(); ++k)
+      s += fmt::format("{}{}", k ? "," : "", loops[i][k]);
+  }
+  return s;
+}
+
+std::vector<std::vector<double>> loops_from_text(const std::string& s, std::size_t records) {
+  std::vector<std::vector<double>> out(records);
+  std::size_t i = 0, start = 0;
+  while (i < records && start <= s.size()) {
+    const std::size_t end = std::min(s.find(';', start), s.size());
+    for (const auto& v : split_list(s.substr(start, end - start)))
+      out[i].push_back(std::strtod(v.c_str(), nullptr));
+    ++i;
+    start = end + 1;
+  }
+  return out;
+}
+
+// `mpiexec -n N xferbench engine fanin`: rank 0 serves, every rank (rank 0
+// too) is a client of it; each loop starts together on every rank; rank 0
+// reports each client, its share and the server's total with Jain's index.
+int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const Invocation& inv) {
+  EngineClientConfig cfg = to_config(a);
+  if (cfg.lanes > 1)
+    throw UsageError("engine fanin: one lane per client (each rank is a client: run more ranks)");
+  if (a.run.backend == "auto") a.run.backend = "host";  // the engine is a host-network tool
+  Ranked r = start_ranked(f, a.run, inv, [&](Runtime& rt, Backend& be) {
+    if (client_on_device(cfg.mode)) check_devices(be, cfg);
+    if (!rt.single_host() && listen.empty())
+      throw UsageError("engine fanin across hosts: give --listen ADDRESS, rank 0's address that "
+                       "the other hosts reach");
+  });
+  Runtime& rt = *r.rt;
+  const std::string host = listen.empty() ? "127.0.0.1" : listen;
+  if (a.err_mode == "auto") cfg.peer_errors = auto_peer_errors(rt.single_host() ? host : "remote");
+  cfg.journal = false;  // rank 0 journals the fan-in records
+  cfg.before_loop = [&rt] { rt.barrier(Runtime::Wait::idle); };
+  cfg.stop_point = [&rt] { stop_point(&rt); };
+  r.begin(f, "engine", params_of(a, cfg));
+
+  // Rank 0's server: a slot of -t per client.
+  engine::ServerConfig sc;
+  sc.host = host;
+  sc.port = 0;
+  sc.clients = rt.size();
+  sc.size = (cfg.total + 4095) / 4096 * 4096 * static_cast<Bytes>(rt.size());
+  sc.accept_wait_s = 60;
+  std::unique_ptr<Buffer> region;
+  std::future<engine::ServerSummary> server;
+  std::promise<int> port;
+  std::string where;
+  agree_or_throw(rt, [&] {
+    if (!rt.root()) return;
+    if (server_on_device(cfg.mode))
+      region = engine_server_region(*r.backend, a.server_device, sc.size, "--server-device", sc);
+    sc.token = engine::make_token();
+    sc.on_listening = [&](int p) { port.set_value(p); };
+    auto ready = port.get_future();
+    server = std::async(std::launch::async, [&] { return engine::serve(sc); });
+    if (ready.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      server.get();  // the server's error
+      throw RuntimeError("the fan-in server did not start");
+    }
+    where = fmt::format("{} {}", ready.get(), sc.token);
+  });
+  where = rt.broadcast_text(where, 0);
+  const int server_port = std::stoi(where.substr(0, where.find(' ')));
+  const std::string token = where.substr(where.find(' ') + 1);
+
+  std::unique_ptr<engine::ServerLink> link;
+  double connect_ms = 0;
+  agree_or_throw(rt, [&] {
+    const auto t0 = Clock::now();
+    link = std::make_unique<engine::ServerLink>(host, server_port, token, engine_digest(cfg),
+                                                server_on_device(cfg.mode) ? "device" : "host", 10,
+                                                10);
+    connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
+  });
+  EngineRun run;
+  try {
+    run = run_engine_client(*link, cfg, connect_ms, *r.backend);
+  } catch (const Interrupted&) {
+    link->bye();
+    throw;
+  }
+  link->bye();
+  const auto wires = rt.allgather(records_to_wire(run.records));
+  const auto loops = rt.allgather(loops_to_text(run.loops_us));
+  const auto hosts = rt.allgather(host_name());
+  std::vector<Record> out;
+  if (rt.root()) {
+    server.get();
+    std::vector<std::vector<Record>> per_rank;
+    for (const auto& w : wires) per_rank.push_back(records_from_wire(w));
+    for (std::size_t k = 0; k < per_rank[0].size(); ++k) {
+      std::vector<Record> clients;
+      std::vector<std::vector<double>> times;
+      for (std::size_t i = 0; i < per_rank.size(); ++i) {
+        if (k >= per_rank[i].size()) throw RuntimeError("fan-in: the clients ran different steps");
+        clients.push_back(per_rank[i][k]);
+        clients.back().set(engine_field::client_host, hosts[i]);
+        times.push_back(loops_from_text(loops[i], per_rank[i].size())[k]);
+      }
+      for (Record& rec : fanin_records(std::move(clients), times)) {
+        record_done(rec);
+        out.push_back(std::move(rec));
+      }
+    }
+  }
+  Params summary = std::move(run.summary);
+  summary.emplace_back("clients", static_cast<std::int64_t>(rt.size()));
+  return r.report(f, {"engine", {}, params_of(a, cfg), std::move(out), std::move(summary)}, a.run);
 }
 
 class EngineFamily final : public Family {
@@ -282,7 +487,17 @@ class EngineFamily final : public Family {
         .add(engine_field::window, FieldRole::info,
              "--window: requests in flight (the async batch depth it set)")
         .add(engine_field::msg_rate, FieldRole::metric,
-             "--window: requests per second, requests of a loop / median loop time");
+             "--window: requests per second, requests of a loop / median loop time")
+        .add(engine_field::server, FieldRole::key,
+             "lanes or several servers: the server (host:port; all: the total over servers)")
+        .add(engine_field::lane_id, FieldRole::key,
+             "lanes or several servers: the lane (-1: the sum of the server's lanes)")
+        .add(engine_field::nic, FieldRole::info, "--nic: the lane's NIC (UCX_NET_DEVICES)")
+        .add(engine_field::client, FieldRole::key, "fanin: the client's rank (-1: the server's total)")
+        .add(engine_field::client_host, FieldRole::info, "fanin: the client's host")
+        .add(engine_field::share, FieldRole::metric, "fanin: the client's GB/s over the clients' sum")
+        .add(engine_field::fairness, FieldRole::metric,
+             "fanin: Jain's index of the clients' GB/s (1: all equal, 1/N: one takes all)");
   }
   std::string name() const override { return "engine"; }
   std::string summary() const override { return "transfer engine on UCX: serve, client, selftest"; }
@@ -302,10 +517,18 @@ class EngineFamily final : public Family {
     const bool windowed = std::any_of(r.results.begin(), r.results.end(), [](const Record& x) {
       return x.get(engine_field::window).has_value();
     });
-    return engine_note() + (windowed ? "--window N: N requests in flight (async batches of N); "
-                                       "Mmsg/s = requests of a loop / median loop time, in "
-                                       "millions\n"
-                                     : "");
+    const bool parts = std::any_of(r.results.begin(), r.results.end(), [](const Record& x) {
+      return x.get(engine_field::server).has_value();
+    });
+    return engine_note() +
+           (windowed ? "--window N: N requests in flight (async batches of N); Mmsg/s = requests "
+                       "of a loop / median loop time, in millions\n"
+                     : "") +
+           (parts ? "lanes and servers: -t split evenly among them, each lane on its own thread "
+                    "and UCX worker, every loop started together; sum (a server's lanes) and all "
+                    "(every server) = their bytes / the span from the first start to the last "
+                    "end of each loop\n"
+                  : "");
   }
   std::string tables(const Report& r) const override { return engine_tables(r); }
 
@@ -335,6 +558,13 @@ class EngineFamily final : public Family {
     client_app_ =
         app.add_subcommand("client", "read/write the server's region and report throughput");
     add_client_options(*client_app_, client_, true);
+    fanin_app_ = app.add_subcommand(
+        "fanin", "under mpiexec: rank 0 serves, every rank reads/writes it at once (incast)");
+    fanin_.total = "16M";
+    fanin_.block = "1M";
+    add_client_options(*fanin_app_, fanin_, false);
+    fanin_app_->add_option("--listen", fanin_listen_,
+                           "rank 0's address the clients reach (default 127.0.0.1: one host)");
     CLI::App* self = app.add_subcommand("selftest", "server and client in one process (loopback)");
     self_.total = "16M";
     self_.ops = "read,write";
@@ -345,21 +575,28 @@ class EngineFamily final : public Family {
   xferbench engine serve --listen 127.0.0.1:20000 --size 1G --clients 2 --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
   xferbench engine selftest
+  xferbench engine selftest --lanes 2 -t 64M -k 1M --block-steps 1
+  xferbench engine client --connect 10.0.0.2:20000 --token-file tok --nic mlx5_0:1,mlx5_1:1 -t 1G -k 1M --async
+  xferbench engine client --connect 10.0.0.2:20000,10.0.0.3:20000,10.0.0.4:20000 --token-file tok -t 768M -k 1M
+  mpiexec -n 4 xferbench engine fanin -t 64M -k 1M --op read,write
   xferbench engine selftest --mode d2d --device 0 --server-device 0
   xferbench engine serve --mem device --device 1 --size 1G --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --mode d2d --lane staged --stage-chunk 4M)");
   }
 
-  int run(const Invocation&) override {
+  int run(const Invocation& inv) override {
     if (serve_app_->parsed()) return run_serve(serve_);
     if (client_app_->parsed()) return run_client(*this, client_);
+    if (fanin_app_->parsed()) return run_fanin(*this, fanin_, fanin_listen_, inv);
     return run_selftest(*this, self_);
   }
 
  private:
   ServeArgs serve_;
-  ClientArgs client_, self_;
+  ClientArgs client_, self_, fanin_;
+  std::string fanin_listen_;
   CLI::App* serve_app_ = nullptr;
+  CLI::App* fanin_app_ = nullptr;
   CLI::App* client_app_ = nullptr;
   RecordSchema schema_{"engine"};
 };

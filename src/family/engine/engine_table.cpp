@@ -2,6 +2,7 @@
 // the time of a loop and per-request (or per-batch) latency percentiles.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "family/engine/engine_bench.hpp"
@@ -11,18 +12,54 @@
 namespace xb {
 namespace {
 
+// A record's part of a run with lanes or several servers: "lane 0",
+// "sum" (of the lanes), "10.0.0.2:20000 lane 1", "all" (every server); ""
+// for a run of one part.
+std::string part_text(const Record& r) {
+  if (const auto client = r.get(engine_field::client)) {
+    if (*client < 0) {
+      const auto j = r.get(engine_field::fairness);
+      return j ? fmt::format("total · Jain {:.3f}", *j) : std::string("total");
+    }
+    const auto share = r.get(engine_field::share);
+    return share ? fmt::format("client {} · {:.1f} %", *client, *share * 100)
+                 : fmt::format("client {}", *client);
+  }
+  const auto server = r.get(engine_field::server);
+  if (!server) return "";
+  const std::int64_t lane = r.get_or(engine_field::lane_id, std::int64_t{-1});
+  if (*server == "all") return "all";
+  std::string s = server->empty() ? "" : *server;
+  const std::string which = lane >= 0 ? fmt::format("lane {}", lane) : std::string("sum");
+  if (s.empty()) return which;
+  return lane >= 0 ? s + " " + which : s;
+}
+
+std::string latency_cell(const Record& r, FieldKey<double> key) {
+  const auto v = r.get(key);
+  return v ? fmt::format("{:.2f}", *v) : std::string("-");
+}
+
 std::string table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
   const bool async = f.method == "async";
   const bool windowed = f.get(engine_field::window).has_value();
+  std::size_t part_w = 0;
+  Bytes per_loop = 0;
+  for (const Record* r : rows) {
+    part_w = std::max(part_w, part_text(*r).size());
+    per_loop = std::max(per_loop, r->bytes);
+  }
+  if (part_w > 0) part_w = std::max<std::size_t>(part_w, 4);
   std::string out = fmt::format(
       "\n{} · {} · mode {}{} · {} per loop{}\n", f.kase, f.method,
       field_text(f, engine_field::mode),
       f.get(engine_field::lane) ? " · lane " + field_text(f, engine_field::lane) : "",
-      format_size(f.bytes),
+      format_size(per_loop),
       windowed ? fmt::format(" · window {} (batch)", field_text(f, engine_field::window))
       : async  ? fmt::format(" · batch {}", field_text(f, engine_field::batch))
                : "");
+  if (part_w > 0) out += fmt::format("{:<{}} ", "Part", part_w);
   out += fmt::format("{:>12} {:>9} {:>6} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}", "Block(Bytes)",
                      "Requests", "Loops", "GB/s", "Max GB/s", "Loop(ms)",
                      async ? "Batch p50" : "Req p50", "p99(us)", "max(us)");
@@ -30,20 +67,21 @@ std::string table(const std::vector<const Record*>& rows) {
   out += windowed ? fmt::format(" {:>10}", "Mmsg/s") : "";
   out += fmt::format(" {:>6}\n", "Check");
   for (const Record* r : rows) {
+    if (part_w > 0) out += fmt::format("{:<{}} ", part_text(*r), part_w);
     if (r->status == Status::waived || r->iters == 0) {
       out += fmt::format("{:>12} {}: {}\n", field_text(*r, engine_field::block),
                          to_string(r->status), r->reason);
       continue;
     }
-    out += fmt::format(
-        "{:>12} {:>9} {:>6} {:>10.2f} {:>10.2f} {:>11.3f} {:>11.2f} {:>11.2f} {:>11.2f}",
-        field_text(*r, engine_field::block), field_text(*r, engine_field::requests), r->iters,
-        r->gbps_median, r->gbps_max, r->time_us.median / 1e3,
-        r->get_or(engine_field::lat_p50_us, -1.0), r->get_or(engine_field::lat_p99_us, -1.0),
-        r->get_or(engine_field::lat_max_us, -1.0));
+    out += fmt::format("{:>12} {:>9} {:>6} {:>10.2f} {:>10.2f} {:>11.3f} {:>11} {:>11} {:>11}",
+                       field_text(*r, engine_field::block), field_text(*r, engine_field::requests),
+                       r->iters, r->gbps_median, r->gbps_max, r->time_us.median / 1e3,
+                       latency_cell(*r, engine_field::lat_p50_us),
+                       latency_cell(*r, engine_field::lat_p99_us),
+                       latency_cell(*r, engine_field::lat_max_us));
     if (async)
-      out += fmt::format(" {:>11.2f} {:>11.2f}", r->get_or(engine_field::submit_us, -1.0),
-                         r->get_or(engine_field::wait_us, -1.0));
+      out += fmt::format(" {:>11} {:>11}", latency_cell(*r, engine_field::submit_us),
+                         latency_cell(*r, engine_field::wait_us));
     if (windowed) out += fmt::format(" {:>10.3f}", r->get_or(engine_field::msg_rate, 0.0) / 1e6);
     out += fmt::format(" {:>6}\n", !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
   }
