@@ -335,8 +335,12 @@ ThreadCounts parse_thread_counts(const std::string& text, int max) {
   return c;
 }
 
-std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
-                                  const std::string& example) {
+namespace {
+
+// The integers of a comma list, each in [min, max]; `what` names one in
+// messages ("a positive count", "a device index").
+std::vector<int> parse_int_list(const std::string& option, const std::string& text, int min,
+                                int max, const char* what, const std::string& example) {
   std::vector<int> out;
   std::size_t start = 0;
   while (true) {
@@ -351,9 +355,9 @@ std::vector<int> parse_count_list(const std::string& option, const std::string& 
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size() || item[0] == '+' || item[0] == '-' || v < 1)
-      throw UsageError(fmt::format("{} '{}': '{}' is not a positive count (give {})", option, text,
-                                   item, example));
+    if (used != item.size() || item[0] == '+' || item[0] == '-' || v < min)
+      throw UsageError(fmt::format("{} '{}': '{}' is not {} (give {})", option, text, item, what,
+                                   example));
     if (v > max)
       throw UsageError(fmt::format("{} {}: more than the {} allowed", option, item, max));
     out.push_back(static_cast<int>(v));
@@ -361,6 +365,18 @@ std::vector<int> parse_count_list(const std::string& option, const std::string& 
     start = comma + 1;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
+                                  const std::string& example) {
+  return parse_int_list(option, text, 1, max, "a positive count", example);
+}
+
+std::vector<int> parse_index_list(const std::string& option, const std::string& text,
+                                  const std::string& example) {
+  return parse_int_list(option, text, 0, 1 << 20, "a device index", example);
 }
 
 std::vector<int> thread_sweep(int cores, const std::string& backend) {

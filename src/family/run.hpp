@@ -144,6 +144,9 @@ std::string join_numbers(const std::vector<T>& values) {
 // range; `example` shows a good value in the message.
 std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
                                   const std::string& example);
+// The same for device indices (0, 1, ...).
+std::vector<int> parse_index_list(const std::string& option, const std::string& text,
+                                  const std::string& example);
 // --threads: one count, a comma list ("1,2,4"), or "sweep" (powers of two
 // up to the device's cores, resolved once the backend is known). Throws
 // UsageError for an empty item, a non-number, or a count outside 1..max.

@@ -237,6 +237,15 @@ for key, lanes in steps.items():
 PY
   done
   grep -q "tcp" "$tmp/tcp.json" || fail "tcp run did not use tcp"
+  # A --device list: a lane per device (two host devices), device memory both sides.
+  XFERBENCH_HOST_DEVICES=2 timeout 120 "$xb" engine selftest --mode d2d --device 0,1 -t 4M -k 1M \
+    --block-steps 1 --loops 2 --op read,write --format json -o "$tmp/dev.json" -q 2>"$tmp/dev.log" ||
+    fail "selftest --device 0,1"
+  /usr/bin/python3 -c "
+import json, sys; rs = json.load(open('$tmp/dev.json'))['results']
+sys.exit(0 if sorted({r['lane_id'] for r in rs}) == [-1, 0, 1] and
+         all(r['status'] == 'ok' and r['verified'] for r in rs) else 1)" || fail "device lanes"
+  expect_usage "--device '0,x': 'x' is not a device index" "$xb" engine selftest --device 0,x
   ;;
 lanes_bad_input)
   expect_usage "--lanes '0': '0' is not a positive count" "$xb" engine selftest --lanes 0

@@ -71,18 +71,7 @@ bool auto_peer_errors(const std::string& host) {
 // it is.
 void apply_lanes(const ClientArgs& a, EngineClientConfig& c) {
   c.devices.clear();
-  for (const auto& d : option_list("--device", a.device, "0 or 0,1")) {
-    std::size_t used = 0;
-    int v = -1;
-    try {
-      v = std::stoi(d, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != d.size() || v < 0 || d[0] == '+')
-      throw UsageError(fmt::format("--device '{}': '{}' is not a device index", a.device, d));
-    c.devices.push_back(v);
-  }
+  c.devices = parse_index_list("--device", a.device, "0 or 0,1");
   c.device = c.devices[0];
   if (c.devices.size() == 1) c.devices.clear();
   c.nics.clear();
