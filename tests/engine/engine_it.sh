@@ -296,6 +296,38 @@ PY
   wait $srv0 || fail "server 0 exit code"
   wait $srv1 || fail "server 1 exit code"
   ;;
+fanout_hostile)
+  # Fan-out where one "server" answers the hello with garbage, and one where it accepts
+  # and never answers: one line naming it, no hang, the real server not left waiting.
+  serve --size 16M --clients 2
+  /usr/bin/python3 - $((port + 1)) $((port + 2)) <<'PY' &
+import socket, sys, threading, time
+def garbage(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port)); s.listen(4)
+    c, _ = s.accept(); c.recv(4096); c.sendall(b"XBEN\x02\x00\x09\x00\x05\x00\x00\x00hello"); time.sleep(5)
+def silent(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port)); s.listen(4)
+    c, _ = s.accept(); time.sleep(30)
+for f, p in ((garbage, int(sys.argv[1])), (silent, int(sys.argv[2]))):
+    threading.Thread(target=f, args=(p,), daemon=True).start()
+time.sleep(30)
+PY
+  sleep 0.5
+  for bad in $((port + 1)) $((port + 2)); do
+    start=$(date +%s)
+    timeout 60 "$xb" engine client --connect 127.0.0.1:$port,127.0.0.1:$bad --token-file "$tmp/tok" \
+      -t 4M -k 1M >"$tmp/out.log" 2>"$tmp/err.log"
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "fan-out with a hostile server at $bad: exit $rc"
+    [ $(( $(date +%s) - start )) -lt 40 ] || fail "fan-out with a hostile server took too long"
+    [ "$(wc -l <"$tmp/err.log")" -eq 1 ] || fail "expected one line on stderr: $(cat "$tmp/err.log")"
+    grep -q "127.0.0.1:$bad" "$tmp/err.log" || fail "the line does not name $bad: $(cat "$tmp/err.log")"
+  done
+  wait $server
+  grep -q "0 served, 2 failed" "$tmp/server.log" || fail "the real server: $(tail -1 "$tmp/server.log")"
+  ;;
 fanin)
   # Four clients on one server (mpiexec -n 4): each client's record with its share, the
   # server's total with Jain's fairness, all verified.
