@@ -207,7 +207,8 @@ class Backend {
   virtual std::unique_ptr<Chain> make_chain(MemKind kind, int device, Bytes bytes,
                                             std::uint64_t seed);
 
-  // gemm-ar's fused GEMM + AllReduce on this backend's devices (seed 002).
+  // gemm-ar's fused GEMM + AllReduce (after pto-isa's GEMM+AllReduce example) on this
+  // backend's devices.
   // fused_fits is local (no communication): whether this rank can run
   // `cfg` (SMs, dtypes, memory); the caller agrees on it across ranks before
   // the collective fused_gemm_allreduce. Backends without it answer no.

@@ -1,6 +1,6 @@
 #pragma once
-// Fused GEMM + AllReduce on an accelerator (seed 002): C = sum over ranks of
-// A_i x B, computed in waves of output tiles while the tiles of finished
+// Fused GEMM + AllReduce on an accelerator (pto-isa's GEMM+AllReduce example): C = sum over
+// ranks of A_i x B, computed in waves of output tiles while the tiles of finished
 // waves are reduce-scattered to their owner ranks and all-gathered back.
 //
 // This header is the device-independent part: the plan (waves, owners, the

@@ -1,6 +1,6 @@
 #pragma once
-// The tiling of fused GEMM + AllReduce (seed 002): padded shape, output
-// tiles in zigzag order, owner rank per tile, subtiles of commSubM rows, and
+// The tiling of fused GEMM + AllReduce (pto-isa's GEMM+AllReduce example): padded shape,
+// output tiles in zigzag order, owner rank per tile, subtiles of commSubM rows, and
 // the layout of each rank's symmetric window. Pure: no threads, no MPI.
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +27,7 @@ struct Tiling {
   std::int64_t owned_tiles(int rank) const;  // tiles whose owner is rank
   std::int64_t max_owned() const { return owned_tiles(0); }
   // Zigzag (boustrophedon) order: odd tile rows run right to left, so
-  // neighbouring tiles share B columns (seed 002's block swizzle).
+  // neighbouring tiles share B columns (the block swizzle of pto-isa's GEMM+AllReduce example).
   std::int64_t zigzag(std::int64_t i) const;
   // Tiles of compute worker w out of W, in the order it computes them.
   std::vector<std::int64_t> worker_tiles(int w, int workers) const;

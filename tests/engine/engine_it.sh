@@ -37,7 +37,7 @@ import json; print(' '.join(sorted({r.get('lane', '-') for r in json.load(open('
 
 case $scenario in
 modes)
-  # Seed 004's four modes on the host backend (its device: a NUMA node), each verified.
+  # HIXL's four transfer modes on the host backend (its device: a NUMA node), each verified.
   for m in h2h h2d d2h d2d; do
     timeout 120 "$xb" engine selftest --mode $m -t 4M --block-steps 2 --loops 1 --format json \
       -o "$tmp/$m.json" -q 2>"$tmp/$m.log" || fail "selftest --mode $m"

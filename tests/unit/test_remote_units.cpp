@@ -16,7 +16,7 @@ Record rec(const char* op, const char* method, Bytes n, double gbps) {
 
 }  // namespace
 
-TEST(Remote, ScaledIterationsLikeSeed000) {
+TEST(Remote, ScaledIterationsLikeTheTgetExample) {
   EXPECT_EQ(scaled_iters(4096), 1000);
   EXPECT_EQ(scaled_iters(1 << 20), 256);
   EXPECT_EQ(scaled_iters(4 << 20), 64);
@@ -24,17 +24,17 @@ TEST(Remote, ScaledIterationsLikeSeed000) {
 }
 
 TEST(Remote, CrossoverNamesTheFirstSizeFromWhichDmaStaysAhead) {
-  // Seed 000's reference figures: TGET vs TGET_ASYNC.
-  const std::vector<Record> seed = {
+  // The reference figures of pto-isa's TGET example: TGET vs TGET_ASYNC.
+  const std::vector<Record> ref = {
       rec("get", "core", 4096, 0.21),    rec("get", "dma", 4096, 0.19),
       rec("get", "core", 16384, 0.72),   rec("get", "dma", 16384, 0.75),
       rec("get", "core", 65536, 1.75),   rec("get", "dma", 65536, 2.55),
       rec("get", "core", 4194304, 3.99), rec("get", "dma", 4194304, 12.95)};
-  EXPECT_EQ(crossover_text(seed, "get"), "get: dma overtakes core from 16 KiB");
-  std::vector<Record> dip = seed;
+  EXPECT_EQ(crossover_text(ref, "get"), "get: dma overtakes core from 16 KiB");
+  std::vector<Record> dip = ref;
   dip[5].gbps_median = 1.0;  // dma loses again at 64 KiB: the crossover moves up
   EXPECT_EQ(crossover_text(dip, "get"), "get: dma overtakes core from 4 MiB");
-  std::vector<Record> last = seed;
+  std::vector<Record> last = ref;
   last[7].gbps_median = 3.0;  // dma ahead everywhere but at the largest size
   EXPECT_EQ(crossover_text(last, "get"),
             "get: no crossover: dma is faster at 2 of 4 sizes, core at the largest (4 MiB)");
@@ -43,7 +43,7 @@ TEST(Remote, CrossoverNamesTheFirstSizeFromWhichDmaStaysAhead) {
   EXPECT_EQ(crossover_text({rec("put", "core", 4096, 1), rec("put", "dma", 4096, 2)}, "put"),
             "put: dma is faster at every size from 4 KiB");
   EXPECT_EQ(crossover_text({rec("get", "dma", 4096, 2)}, "get"), "");  // one method only
-  EXPECT_EQ(crossover_text(seed, "put"), "");
+  EXPECT_EQ(crossover_text(ref, "put"), "");
 }
 
 TEST(Remote, AWindowedRecordIsReadByItsMessageSize) {

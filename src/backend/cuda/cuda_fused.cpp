@@ -1,5 +1,5 @@
-// gemm-ar's fused GEMM + AllReduce on NVIDIA GPUs (seed 002): cuBLAS GEMMs
-// in waves of tile rows on a compute stream, and the communication of
+// gemm-ar's fused GEMM + AllReduce on NVIDIA GPUs (after pto-isa's GEMM+AllReduce example):
+// cuBLAS GEMMs in waves of tile rows on a compute stream, and the communication of
 // coll/fused.hpp's plan either in a persistent comm kernel (sm) or in copy
 // engine copies plus a reduce kernel (ce), through windows of device memory
 // shared with CUDA IPC. Every phase is timed with device events.

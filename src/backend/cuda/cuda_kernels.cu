@@ -56,7 +56,7 @@ __global__ void copy_direct(uint4* __restrict__ dst, const uint4* __restrict__ s
 }
 
 // Each block moves whole tiles: global -> shared-memory tile -> global (the
-// on-chip buffer path of seed 000, as TGET through UB). Filling the tile,
+// on-chip buffer path of pto-isa's TGET example, TGET through UB). Filling the tile,
 // each thread issues up to kUnroll loads before it writes any of them to
 // shared memory, so a tile is read with many loads in flight, not one.
 __global__ void copy_staged(uint4* __restrict__ dst, const uint4* __restrict__ src, std::size_t n16,

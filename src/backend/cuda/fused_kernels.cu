@@ -1,5 +1,5 @@
-// The fused GEMM + AllReduce's comm kernels (seed 002 on NVIDIA GPUs): the
-// counter protocol of coll/fused.hpp with system-scope release/acquire, so
+// The fused GEMM + AllReduce's comm kernels (pto-isa's GEMM+AllReduce example on NVIDIA
+// GPUs): the counter protocol of coll/fused.hpp with system-scope release/acquire, so
 // peers in other processes (CUDA IPC windows, the same GPU or another) see a
 // subtile's data before its counter.
 #include "backend/cuda/fused_kernels.hpp"

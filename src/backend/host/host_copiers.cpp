@@ -163,7 +163,7 @@ class DmaCopier final : public Copier {
 };
 
 // core: the issuing cores move the data themselves, synchronously, staging
-// every tile through a small per-core buffer (seed 000's UB path).
+// every tile through a small per-core buffer (the UB path of pto-isa's TGET example).
 class CoreCopier final : public Copier {
  public:
   CoreCopier(HostBackend& b, CopierOptions o) : backend_(b), opts_(o) {}

@@ -1,7 +1,7 @@
 #pragma once
 // `xferbench gemm-ar`: C_final = sum over ranks of A_i x B with tile-level
-// overlap of the GEMM and the AllReduce (seed 002). On the host backend
-// compute workers run OpenBLAS sgemm per output tile and signal per-worker
+// overlap of the GEMM and the AllReduce (as in pto-isa's GEMM+AllReduce example). On the host
+// backend compute workers run OpenBLAS sgemm per output tile and signal per-worker
 // ready queues; comm workers reduce-scatter each tile into its owner's
 // symmetric window subtile by subtile and all-gather reduced subtiles to
 // every rank as soon as all contributions are in. On a device backend the

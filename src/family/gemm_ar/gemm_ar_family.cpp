@@ -91,10 +91,11 @@ class GemmArFamily final : public Family {
     app.add_option("--base-m", c.shape.base_m, "tile rows")->default_str("128");
     app.add_option("--base-n", c.shape.base_n, "tile columns")->default_str("128");
     app.add_option("--base-k", c.shape.base_k,
-                   "seed 002's K block; here it only constrains -K (the host GEMM takes a "
-                   "tile's whole K in one sgemm)")
+                   "K block of pto-isa's GEMM+AllReduce example; here it only constrains -K (the "
+                   "host GEMM takes a tile's whole K in one sgemm)")
         ->default_str("64");
-    app.add_option("--step-k", c.shape.step_k, "seed 002's K blocks per load; constrains -K too")
+    app.add_option("--step-k", c.shape.step_k,
+                   "K blocks per load in pto-isa's GEMM+AllReduce example; constrains -K too")
         ->default_str("4");
     app.add_option("--comm-sub-m", c.shape.comm_sub_m,
                    "subtile rows of the reduce-scatter/all-gather")
@@ -199,7 +200,7 @@ Examples:
     for (const CLI::Option* o : device_opts_) device_options_ = device_options_ || o->count() > 0;
     Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& be) {
       if (be.name() != "host") {
-        if (dtype_.empty()) cfg_.dtype = DType::half;  // seed 002's type on devices
+        if (dtype_.empty()) cfg_.dtype = DType::half;  // as pto-isa's GEMM+AllReduce example
         return;
       }
       auto [compute, comm] = default_workers(online_cores(), rt.size());

@@ -7,7 +7,7 @@
 namespace xb {
 
 std::unique_ptr<Family> make_gemm_ar_family();
-// The time of each phase, then seed 002's analysis figures.
+// The time of each phase, then the analysis figures of pto-isa's GEMM+AllReduce example.
 std::string gemm_tables(const Report& r);
 
 }  // namespace xb

@@ -1,6 +1,6 @@
 #pragma once
-// The fused GEMM + AllReduce operator of gemm-ar on one rank (seed 002, host
-// backend), and the thread crew its workers run on.
+// The fused GEMM + AllReduce operator of gemm-ar on one rank (after pto-isa's GEMM+AllReduce
+// example; host backend), and the thread crew its workers run on.
 //
 // Protocol of one iteration (after reset() on every rank):
 //  - compute worker w computes its tiles (Tiling::worker_tiles, zigzag

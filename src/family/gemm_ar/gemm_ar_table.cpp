@@ -1,4 +1,5 @@
-// `gemm-ar`: the time of each mode, then seed 002's analysis figures.
+// `gemm-ar`: the time of each mode, then the analysis figures of pto-isa's
+// GEMM+AllReduce example.
 #include <fmt/format.h>
 
 #include "family/gemm_ar/gemm_ar_bench.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // `xferbench kv`: KV-cache block transfers among ranks over the UCX engine
-// (seed 004's FabricMem KV benchmark). Each rank holds a pool of blocks;
+// (after HIXL's FabricMem KV benchmark). Each rank holds a pool of blocks;
 // Put: rank 0 writes blocks to every peer; Get: every rank reads blocks from
 // its peers into its own memory. Per-rank figures plus a summary.
 #include <vector>
@@ -18,8 +18,8 @@ inline constexpr FieldKey<std::int64_t> block_bytes{"block_bytes"};
 }  // namespace kv_field
 
 struct KvConfig {
-  Bytes block_bytes =
-      61ULL * (128 * 1024 + 16 * 1024);  // 61 layers x (128 KiB K+V + 16 KiB), seed 004
+  // 61 layers x (128 KiB K+V + 16 KiB), as in HIXL's KV benchmark
+  Bytes block_bytes = 61ULL * (128 * 1024 + 16 * 1024);
   std::vector<int> blocks{16, 32, 48, 64};
   int iters = 5;   // timed rounds
   int warmup = 1;  // discarded rounds

@@ -33,7 +33,7 @@ class KvFamily final : public Family {
     std::string note = engine_note();
     if (const FieldValue* v = find_field(r.params, "mem");
         v && std::holds_alternative<std::string>(*v) && std::get<std::string>(*v) == "device")
-      note += "each rank's own blocks in device memory: put = D2RH, get = RH2D (seed 004)\n";
+      note += "each rank's own blocks in device memory: put = D2RH, get = RH2D (HIXL's names)\n";
     return note;
   }
   std::string tables(const Report& r) const override { return kv_tables(r); }
@@ -47,8 +47,8 @@ class KvFamily final : public Family {
     app.add_option("--blocks", blocks_, "blocks per round, comma list")->default_str("16,32,48,64");
     app.add_option_function<std::string>(
            "--mem", [this](const std::string& m) { cfg_.device_mem = m == "device"; },
-           "each rank's own blocks: host, or device (seed 004's D2RH put, RH2D get; on the host "
-           "backend the device is the rank's NUMA node)")
+           "each rank's own blocks: host, or device (D2RH put, RH2D get, as in HIXL's KV "
+           "benchmark; on the host backend the device is the rank's NUMA node)")
         ->check(CLI::IsMember({"host", "device"}))
         ->default_str("host");
     add_run_options(app, run_,

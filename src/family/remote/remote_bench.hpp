@@ -1,7 +1,7 @@
 #pragma once
 // `xferbench remote`: one rank reads (get) or writes (put) a peer rank's
 // window, either with its own core, synchronously, staging every tile
-// through a small local buffer (seed 000's TGET via UB), or by handing the
+// through a small local buffer (pto-isa's TGET example: TGET via UB), or by handing the
 // transfer to the asynchronous engine and waiting (TGET_ASYNC via SDMA).
 #include <functional>
 #include <optional>
@@ -31,7 +31,7 @@ const char* to_string(RemoteOp op);
 struct RemoteConfig {
   std::vector<RemoteOp> ops{RemoteOp::get};
   std::vector<Method> methods{Method::dma, Method::core};
-  std::vector<Bytes> sizes;  // default 4K..4M x4 (seed 000)
+  std::vector<Bytes> sizes;  // default 4K..4M x4 (as pto-isa's TGET example)
   std::optional<int> iters;  // default: scaled with size
   std::optional<int> warmup;
   std::optional<Transport> transport;  // default: shm on one host, else rma
@@ -52,7 +52,7 @@ struct RemoteConfig {
   std::function<void(std::span<std::byte>)> before_verify;
 };
 
-// Seed 000 runs many iterations at 4 KiB and fewer at 4 MiB.
+// Many iterations at 4 KiB and fewer at 4 MiB, as pto-isa's TGET example runs them.
 int scaled_iters(Bytes n);
 
 // Transfers per iteration: the window, or 1 without --window.

@@ -7,7 +7,7 @@
 namespace xb {
 
 std::unique_ptr<Family> make_remote_family();
-// Seed 000's table, one per op: per size, each method side by side.
+// The table of pto-isa's TGET example, one per op: per size, each method side by side.
 std::string remote_tables(const Report& r);
 
 }  // namespace xb

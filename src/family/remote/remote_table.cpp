@@ -1,4 +1,4 @@
-// `remote`: seed 000's table, one per op: per size, each method's GB/s,
+// `remote`: the table of pto-isa's TGET example, one per op: per size, each method's GB/s,
 // latency and counter cycles per transfer, side by side; with --window, per
 // message size, and each method's messages per second beside them.
 #include <fmt/format.h>
@@ -25,7 +25,8 @@ std::string one_op(const std::string& op, const std::vector<const Record*>& recs
     if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
     rows[remote_message_size(*r)][m] = r;
   }
-  std::sort(methods.begin(), methods.end());  // core before dma, as seed 000 puts TGET first
+  // core before dma, as pto-isa's TGET example puts TGET first
+  std::sort(methods.begin(), methods.end());
   const Record& f = *recs.front();
   std::string transport = "?";
   if (const auto t = f.get(remote_field::transport)) transport = *t;
