@@ -5,6 +5,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/common/device_common.hpp"
+#include "backend/common/last_error.hpp"
 #include "backend/select/select.hpp"
 #include "core/error.hpp"
 
@@ -58,4 +59,46 @@ TEST(ResidentBlocks, OccupancyTimesTheSmsThisContextMayUse) {
   for (const char* bad : {"", "abc", "0", "-5", "150", "50%"})
     EXPECT_EQ(xb::resident_blocks(1, 132, bad), 132) << bad;
   EXPECT_EQ(xb::resident_blocks(0, 132, nullptr), 0);  // the kernel fits nowhere
+}
+
+// The thread's last-error slot as the CUDA runtime keeps it: a failing call
+// writes it, a succeeding one leaves it, get_last_error reads and clears it.
+struct LastErrorSlot {
+  int slot = 0;
+  int get_last_error() {
+    const int e = slot;
+    slot = 0;
+    return e;
+  }
+  int call(int result) {
+    if (result != 0) slot = result;
+    return result;
+  }
+};
+constexpr int kOk = 0, kNotReady = 600, kHostRegisterFailed = 712, kLaunchFailed = 719;
+
+TEST(LastErrorSlot, ANotReadyQueryDoesNotFailTheNextLaunch) {
+  LastErrorSlot rt;
+  const auto get = [&] { return rt.get_last_error(); };
+  // gemm-ar's phase wait polls its event before the work is done
+  EXPECT_EQ(xb::query_clearing_not_ready([&] { return rt.call(kNotReady); }, get, kNotReady),
+            kNotReady);
+  EXPECT_EQ(xb::launch_reporting_own_error(get, [&] { rt.call(kOk); }), kOk);
+  // What the review found: a raw query leaves NotReady, and a launcher that
+  // ends in get_last_error reports it as the launch's failure.
+  rt.call(kNotReady);
+  rt.call(kOk);
+  EXPECT_EQ(rt.get_last_error(), kNotReady);
+}
+
+TEST(LastErrorSlot, AStaleErrorIsNotTheLaunchsButItsOwnIs) {
+  LastErrorSlot rt;
+  const auto get = [&] { return rt.get_last_error(); };
+  rt.call(kHostRegisterFailed);  // doctor's numa check caught this one and went on
+  EXPECT_EQ(xb::launch_reporting_own_error(get, [&] { rt.call(kOk); }), kOk);
+  EXPECT_EQ(xb::launch_reporting_own_error(get, [&] { rt.call(kLaunchFailed); }), kLaunchFailed);
+  EXPECT_EQ(rt.slot, 0);  // reported, so cleared
+  // a query's real error is an error, and stays for the caller to see
+  EXPECT_EQ(xb::query_clearing_not_ready([&] { return rt.call(kLaunchFailed); }, get, kNotReady),
+            kLaunchFailed);
 }

@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include "backend/common/last_error.hpp"
 #include "backend/common/hwloc_util.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "coll/fused.hpp"
@@ -67,11 +68,10 @@ void CudaEvent::synchronize() {
 
 bool CudaEvent::query() {
   if (!event_.get()) return false;
-  const cudaError_t e = cudaEventQuery(event_.get());
-  if (e == cudaErrorNotReady) {
-    (void)cudaGetLastError();  // NotReady stays in the thread's last-error slot otherwise
-    return false;
-  }
+  // NotReady stays in the thread's last-error slot otherwise
+  const cudaError_t e = query_clearing_not_ready([&] { return cudaEventQuery(event_.get()); },
+                                                 cudaGetLastError, cudaErrorNotReady);
+  if (e == cudaErrorNotReady) return false;
   XB_CUDA(e);
   return true;
 }

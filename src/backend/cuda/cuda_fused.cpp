@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "backend/common/device_common.hpp"
+#include "backend/common/last_error.hpp"
 #include "backend/common/placement.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/cuda/fused_kernels.hpp"
@@ -358,10 +359,11 @@ class CudaFused final : public FusedGemmAllReduce {
     for (cudaEvent_t e : {compute_end_, last}) {
       if (phase == FusedPhase::comm && e == compute_end_) continue;
       while (true) {
-        const cudaError_t q = cudaEventQuery(e);
+        // NotReady must not reach the next launch's error check
+        const cudaError_t q = query_clearing_not_ready([&] { return cudaEventQuery(e); },
+                                                       cudaGetLastError, cudaErrorNotReady);
         if (q == cudaSuccess) break;
         if (q != cudaErrorNotReady) XB_CUDA(q);
-        (void)cudaGetLastError();  // NotReady must not reach the next launch's error check
         if (std::chrono::steady_clock::now() > deadline)
           throw RuntimeError(fmt::format(
               "watchdog: GPU{} did not finish the fused phase within {:.0f} s", dev_,

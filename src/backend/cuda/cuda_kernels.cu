@@ -1,6 +1,7 @@
 // The CUDA backend's kernels: the start latch and the SM copy kernels.
 #include <cstdint>
 
+#include "backend/common/last_error.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
 #include "backend/cuda/device_clock.cuh"
 
@@ -96,9 +97,8 @@ __global__ void copy_bytes(unsigned char* dst, const unsigned char* src, std::si
 }  // namespace
 
 cudaError_t launch_latch(cudaStream_t s, volatile int* flag, unsigned long long timeout_ns) {
-  (void)cudaGetLastError();  // report this launch's error only, not a stale one
-  latch_kernel<<<1, 1, 0, s>>>(flag, timeout_ns);
-  return cudaGetLastError();
+  return launch_reporting_own_error(cudaGetLastError,
+                                    [&] { latch_kernel<<<1, 1, 0, s>>>(flag, timeout_ns); });
 }
 
 cudaError_t launch_copy(cudaStream_t s, void* dst, const void* src, std::size_t n, int blocks,
@@ -109,20 +109,19 @@ cudaError_t launch_copy(cudaStream_t s, void* dst, const void* src, std::size_t 
   const bool aligned = (reinterpret_cast<std::uintptr_t>(d) % 16 == 0) &&
                        (reinterpret_cast<std::uintptr_t>(p) % 16 == 0);
   const std::size_t n16 = aligned ? n / 16 : 0;
-  (void)cudaGetLastError();  // report this launch's error only, not a stale one
-  if (n16 > 0) {
-    if (tile == 0)
-      copy_direct<<<blocks, kCopyThreads, 0, s>>>(reinterpret_cast<uint4*>(d),
-                                                  reinterpret_cast<const uint4*>(p), n16);
-    else
-      copy_staged<<<blocks, kCopyThreads, tile, s>>>(
-          reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(p), n16, tile / 16);
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-  }
   const std::size_t done = n16 * 16;
-  if (done < n) copy_bytes<<<blocks, kCopyThreads, 0, s>>>(d + done, p + done, n - done);
-  return cudaGetLastError();
+  return launch_reporting_own_error(cudaGetLastError, [&] {
+    if (n16 > 0) {
+      if (tile == 0)
+        copy_direct<<<blocks, kCopyThreads, 0, s>>>(reinterpret_cast<uint4*>(d),
+                                                    reinterpret_cast<const uint4*>(p), n16);
+      else
+        copy_staged<<<blocks, kCopyThreads, tile, s>>>(
+            reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(p), n16, tile / 16);
+    }
+    // a failing first launch stays in the slot: the second does not hide it
+    if (done < n) copy_bytes<<<blocks, kCopyThreads, 0, s>>>(d + done, p + done, n - done);
+  });
 }
 
 cudaError_t preload_kernels() {

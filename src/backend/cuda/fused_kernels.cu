@@ -3,6 +3,7 @@
 // peers in other processes (CUDA IPC windows, the same GPU or another) see a
 // subtile's data before its counter.
 #include "backend/cuda/fused_kernels.hpp"
+#include "backend/common/last_error.hpp"
 #include "backend/cuda/device_clock.cuh"
 
 namespace xb::cuda {
@@ -192,22 +193,20 @@ __global__ void arrive_rows(FusedArgs a, std::int64_t row0, std::int64_t rows) {
 
 cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks,
                               std::size_t smem_bytes) {
-  (void)cudaGetLastError();  // report this launch's error only, not a stale one
-  fused_comm<<<blocks, kFusedThreads, smem_bytes, s>>>(a);
-  return cudaGetLastError();
+  return launch_reporting_own_error(cudaGetLastError, [&] {
+    fused_comm<<<blocks, kFusedThreads, smem_bytes, s>>>(a);
+  });
 }
 
 cudaError_t launch_set_flags(cudaStream_t s, unsigned* flags, int n, unsigned value) {
-  (void)cudaGetLastError();
-  set_flags<<<1, 128, 0, s>>>(flags, n, value);
-  return cudaGetLastError();
+  return launch_reporting_own_error(cudaGetLastError,
+                                    [&] { set_flags<<<1, 128, 0, s>>>(flags, n, value); });
 }
 
 cudaError_t launch_arrive_rows(cudaStream_t s, const FusedArgs& a, std::int64_t row0,
                                std::int64_t rows) {
-  (void)cudaGetLastError();
-  arrive_rows<<<4, 256, 0, s>>>(a, row0, rows);
-  return cudaGetLastError();
+  return launch_reporting_own_error(cudaGetLastError,
+                                    [&] { arrive_rows<<<4, 256, 0, s>>>(a, row0, rows); });
 }
 
 cudaError_t reserve_fused_comm_smem(std::size_t bytes) {
