@@ -55,6 +55,13 @@ ClockHolds Backend::clock_holds(int) const {
   return h;
 }
 
+Support Backend::use_huge_pages() {
+  return Support::no(
+      fmt::format("huge host pages are not implemented on the {} backend in this version", name()));
+}
+
+std::string Backend::huge_pages_note() const { return ""; }
+
 std::unique_ptr<Buffer> Backend::allocate_pinned_near(int, Bytes) {
   throw NotSupported(
       fmt::format("the {} backend cannot place pinned memory on a NUMA node", name()));

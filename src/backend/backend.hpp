@@ -170,6 +170,14 @@ class Backend {
   // Pinned host memory on the NUMA node nearest `device` (doctor's NUMA
   // check). Backends without it throw NotSupported.
   virtual std::unique_ptr<Buffer> allocate_pinned_near(int device, Bytes size);
+  // From now on, every host-memory buffer this backend allocates (on the
+  // host backend: every buffer) comes from huge pages (`--host-mem huge`).
+  // Support::no with the reason where it cannot (the system has none, or the
+  // backend does not implement it).
+  virtual Support use_huge_pages();
+  // What use_huge_pages gave so far, e.g. "thp: 512 of 512 MiB on huge
+  // pages"; "" when not in use.
+  virtual std::string huge_pages_note() const;
   // Host <-> buffer transfers used to fill and verify, outside timing.
   virtual void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) = 0;
   virtual void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) = 0;

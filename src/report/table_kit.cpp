@@ -20,8 +20,9 @@ std::string table_footer(const Report& r) {
   std::string out;
   bool first = true;
   for (const auto& [k, v] : r.summary) {
-    if (k.rfind("crossover", 0) != 0) continue;
-    out += fmt::format("{}{}\n", first ? "\n" : "", field_text(v));
+    const bool pages = k == "host_pages";  // --host-mem huge: what the buffers got
+    if (k.rfind("crossover", 0) != 0 && !pages) continue;
+    out += fmt::format("{}{}{}\n", first ? "\n" : "", pages ? "host pages: " : "", field_text(v));
     first = false;
   }
   out += fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),

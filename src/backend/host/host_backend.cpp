@@ -13,6 +13,7 @@
 #include "backend/host/host_internal.hpp"
 #include "coll/communicator.hpp"
 #include "core/error.hpp"
+#include "core/huge_pages.hpp"
 #include "core/sysinfo.hpp"
 
 namespace xb {
@@ -63,6 +64,19 @@ class PageableBuffer final : public Buffer {  // plain heap
  public:
   PageableBuffer(Bytes n, void* p) : Buffer(MemKind::pageable, -1, n, p) {}
   ~PageableBuffer() override { std::free(data()); }
+};
+
+class HugeBuffer final : public Buffer {  // --host-mem huge: mmap of huge pages
+ public:
+  HugeBuffer(MemKind kind, int dev, Bytes n, HugeMapping m)
+      : Buffer(kind, dev, n, m.data), map_(m) {}
+  ~HugeBuffer() override {
+    if (kind() == MemKind::pinned) munlock(map_.data, map_.length);
+    unmap_huge(map_);
+  }
+
+ private:
+  HugeMapping map_;
 };
 
 void* map_pinned(Bytes n) {
@@ -171,8 +185,58 @@ void* HostBackend::bind_to_node(int device, Bytes size) {
   return p;
 }
 
+Support HostBackend::use_huge_pages() {
+  std::string why;
+  if (!choose_page_source(read_huge_page_facts(), 1, &why)) return Support::no(why);
+  huge_->on = true;
+  return Support::yes();
+}
+
+std::string HostBackend::huge_pages_note() const {
+  std::lock_guard lock(huge_->mu);
+  std::string out;
+  for (const auto& [source, got] : huge_->got)
+    out += fmt::format("{}{}: {} of {} on huge pages", out.empty() ? "" : "; ", source,
+                       format_size(got.second), format_size(got.first));
+  return out;
+}
+
+std::unique_ptr<Buffer> HostBackend::allocate_huge(MemKind kind, int device, Bytes size) {
+  const HugePageFacts facts = read_huge_page_facts();
+  std::string why;
+  const auto source = choose_page_source(facts, size, &why);
+  if (!source) throw NotSupported(why);
+  HugeMapping m = map_huge(size, *source, facts.hugetlb_bytes);
+  auto buf = std::make_unique<HugeBuffer>(kind, kind == MemKind::device ? device : -1, size, m);
+  if (kind == MemKind::device) {  // bound before the first touch places the pages
+    const auto& node =
+        nodes_[static_cast<std::size_t>(device_node_[static_cast<std::size_t>(device)])];
+    hwloc_nodeset_t set = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(set, node.os_index);
+    const int rc = hwloc_set_area_membind(topo_->hwloc.get(), m.data, m.length, set,
+                                          HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
+    hwloc_bitmap_free(set);
+    if (rc != 0)
+      throw RuntimeError(fmt::format("cannot bind huge pages to NUMA node {}: {}", node.os_index,
+                                     std::strerror(errno)));
+  }
+  auto* p = static_cast<volatile std::byte*>(m.data);
+  for (std::size_t off = 0; off < m.length; off += kPageBytes) p[off] = std::byte{0};
+  if (kind == MemKind::pinned && mlock(m.data, m.length) != 0)
+    throw RuntimeError(fmt::format("mlock of {} failed: {} (raise `ulimit -l`)",
+                                   format_size(m.length), std::strerror(errno)));
+  const Bytes backed = huge_backed(m);
+  std::lock_guard lock(huge_->mu);
+  auto& got = huge_->got[to_string(*source)];
+  got.first += m.length;
+  got.second += backed;
+  return buf;
+}
+
 std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes size) {
   if (size == 0) throw RuntimeError("cannot allocate 0 bytes");
+  if (kind == MemKind::device) check_device(device);
+  if (huge_->on) return allocate_huge(kind, device, size);
   switch (kind) {
     case MemKind::device: {
       check_device(device);

@@ -83,6 +83,10 @@ class HostBackend final : public Backend {
   std::unique_ptr<Buffer> allocate(MemKind kind, int device, Bytes size) override;
   // Pinned host memory bound to the device's node (its id kept in device()).
   std::unique_ptr<Buffer> allocate_pinned_near(int device, Bytes size) override;
+  // hugetlb pages where enough are reserved, THP (madvise) otherwise; the
+  // choice is made per buffer, so a run may mix them (the note says so).
+  Support use_huge_pages() override;
+  std::string huge_pages_note() const override;
   void write(Buffer& dst, Bytes offset, std::span<const std::byte> src) override;
   void read(const Buffer& src, Bytes offset, std::span<std::byte> dst) override;
   std::unique_ptr<Stream> create_stream(int device, const CopierOptions& opts) override;
@@ -110,6 +114,9 @@ class HostBackend final : public Backend {
  private:
   void check_device(int device) const;
   void* bind_to_node(int device, Bytes size);  // hwloc, bound to the device's node
+  // A buffer of `kind` on huge pages (use_huge_pages), bound to the device's
+  // node for device memory, locked for pinned.
+  std::unique_ptr<Buffer> allocate_huge(MemKind kind, int device, Bytes size);
 
   struct Topo;  // hwloc handle, kept out of this header
   std::unique_ptr<Topo> topo_;
@@ -119,6 +126,12 @@ class HostBackend final : public Backend {
   std::vector<Throttle> throttles_;
   std::mutex engines_mutex_;
   std::map<std::pair<int, int>, std::unique_ptr<WorkerPool>> engines_;
+  struct Huge {  // --host-mem huge: on, and what the buffers got
+    bool on = false;
+    std::mutex mu;
+    std::map<std::string, std::pair<Bytes, Bytes>> got;  // source -> (bytes, on huge pages)
+  };
+  std::unique_ptr<Huge> huge_ = std::make_unique<Huge>();
 };
 
 std::unique_ptr<Copier> make_dma_copier(HostBackend& backend, const CopierOptions& opts);

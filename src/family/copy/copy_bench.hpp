@@ -39,6 +39,8 @@ struct CopyConfig {
   // field; empty: copier.threads alone, no field.
   std::vector<int> thread_counts;
   MemKind host_mem = MemKind::pinned;
+  bool huge_pages = false;  // --host-mem huge: pinned, on huge pages (family/host_pages.hpp)
+  std::string waive_all;    // why every group is waived (huge pages unavailable), or ""
 };
 
 // Declares copy.<pattern> for every row of copy_patterns(), with its filter.

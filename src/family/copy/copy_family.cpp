@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "family/copy/copy_bench.hpp"
+#include "family/host_pages.hpp"
 #include "family/run.hpp"
 
 namespace xb {
@@ -119,9 +120,11 @@ class CopyFamily final : public Family {
            "--host-mem",
            [this](const std::string& m) {
              cfg_.host_mem = m == "pageable" ? MemKind::pageable : MemKind::pinned;
+             cfg_.huge_pages = m == "huge";
            },
-           "host side of h2d/d2h: pinned or pageable")
-        ->check(CLI::IsMember({"pinned", "pageable"}))
+           std::string("host side of h2d/d2h: pinned, pageable, or ") + kHugeHelp +
+               " (pinned; on the host backend every buffer)")
+        ->check(CLI::IsMember({"pinned", "pageable", "huge"}))
         ->default_str("pinned");
     add_run_options(app, run_,
                     {.iters = "timed iterations (default 5 sweep, 40 fixed, 20 p2p)",
@@ -150,6 +153,7 @@ Examples:
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& backend = *chosen.backend;
     apply_thread_counts(threads_, backend, cfg_.copier, cfg_.thread_counts);
+    if (const Support s = use_host_pages(backend, cfg_.huge_pages); !s.ok) cfg_.waive_all = s.reason;
     validate_copy(backend, cfg_);
     Output out(run_);
     Registry registry;
@@ -161,6 +165,7 @@ Examples:
     out.begin(*this, report);
     report.results = run_cycles(
         run_, nullptr, [&] { return run_copy(backend, registry, cfg_, progress_for(run_)); });
+    note_host_pages(backend, report);
     return report_once(*this, std::move(report), run_, out);
   }
 
@@ -206,7 +211,9 @@ Examples:
             {"p2p_iters", std::int64_t{cfg_.p2p_iters}},
             {"threads", std::int64_t{cfg_.copier.threads}},
             {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
-            {"host_mem", std::string(cfg_.host_mem == MemKind::pageable ? "pageable" : "pinned")},
+            {"host_mem", std::string(cfg_.huge_pages                      ? "huge"
+                                     : cfg_.host_mem == MemKind::pageable ? "pageable"
+                                                                          : "pinned")},
             {"check", cfg_.check}};
   }
 

@@ -14,6 +14,7 @@
 #include "core/timer.hpp"
 #include "engine/ucx.hpp"
 #include "family/agree.hpp"
+#include "family/host_pages.hpp"
 #include "family/run.hpp"
 
 namespace xb {
@@ -29,16 +30,23 @@ int source_of(int r, int j, int n) { return (r + 1 + j % (n - 1)) % n; }
 
 struct Mesh {
   engine::Worker worker;
-  std::unique_ptr<Buffer> device;  // --mem device: under `local`
+  std::unique_ptr<Buffer> device;     // --mem device: under `local`
+  std::unique_ptr<Buffer> huge_pool;  // --host-mem huge: under `pool` (and `local` in `device`)
   std::unique_ptr<engine::Region> pool, local;
   std::vector<std::unique_ptr<engine::Remote>> peers;  // by rank, null for self
 };
 
 void connect(Runtime& rt, Mesh& m, Bytes pool_bytes, const KvConfig& cfg, Backend& be) {
-  m.pool = std::make_unique<engine::Region>(m.worker, pool_bytes);
-  if (cfg.device_mem) {
+  if (cfg.huge_pages) {  // the backend's huge pages, registered with UCX
+    m.huge_pool = be.allocate(MemKind::pageable, -1, pool_bytes);
+    m.pool = std::make_unique<engine::Region>(m.worker, m.huge_pool->data(), pool_bytes);
+  } else {
+    m.pool = std::make_unique<engine::Region>(m.worker, pool_bytes);
+  }
+  if (cfg.device_mem || cfg.huge_pages) {
     const int dev = rt.local_rank() % static_cast<int>(be.devices().size());
-    m.device = be.allocate(MemKind::device, dev, pool_bytes);
+    m.device = cfg.device_mem ? be.allocate(MemKind::device, dev, pool_bytes)
+                              : be.allocate(MemKind::pageable, -1, pool_bytes);
     m.local = std::make_unique<engine::Region>(m.worker, m.device->data(), pool_bytes);
   } else {
     m.local = std::make_unique<engine::Region>(m.worker, pool_bytes);
@@ -157,6 +165,13 @@ std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg, Backend& backend) {
       mine.push_back(
           Record::waived("get", "ucx", -1, -1, static_cast<Bytes>(b) * cfg.block_bytes,
                          "needs at least 2 ranks: run under `mpiexec -n 3` or add --ranks 3"));
+    return mine;
+  }
+  if (const std::string no_huge = rt.agree(use_host_pages(backend, cfg.huge_pages).reason);
+      !no_huge.empty()) {
+    for (int b : cfg.blocks)
+      mine.push_back(
+          Record::waived("get", "ucx", -1, -1, static_cast<Bytes>(b) * cfg.block_bytes, no_huge));
     return mine;
   }
   const Bytes bb = cfg.block_bytes;

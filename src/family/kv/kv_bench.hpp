@@ -26,9 +26,12 @@ struct KvConfig {
   bool check = true;
   double timeout_s = 60;
   // --mem device: each rank's own blocks (what it puts from and gets into)
-  // in device memory of its device (local rank modulo the devices): seed
-  // 004's D2RH put and RH2D get. The pools the peers reach stay host memory.
+  // in device memory of its device (local rank modulo the devices): HIXL's
+  // D2RH put and RH2D get. The pools the peers reach stay host memory.
   bool device_mem = false;
+  // --host-mem huge: the pools and the host blocks on huge pages, from the
+  // backend (family/host_pages.hpp) instead of UCX's allocator.
+  bool huge_pages = false;
 };
 
 // Throws UsageError (same on every rank) for zero blocks/rounds or pools

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "family/engine/engine_family.hpp"
+#include "family/host_pages.hpp"
 #include "family/kv/kv_bench.hpp"
 #include "family/run.hpp"
 #include "report/table_kit.hpp"
@@ -51,6 +52,7 @@ class KvFamily final : public Family {
            "benchmark; on the host backend the device is the rank's NUMA node)")
         ->check(CLI::IsMember({"host", "device"}))
         ->default_str("host");
+    add_huge_pages_option(app, cfg_.huge_pages);
     add_run_options(app, run_,
                     {.iters = "timed rounds (default 5)",
                      .warmup = "warm-up rounds (default 1)",
@@ -74,16 +76,19 @@ Examples:
     const RunOptions opts = host_only(run_, "kv");
     Ranked r =
         start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_kv(rt, cfg_); });
-    const Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
+    Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
                            {"mem", std::string(cfg_.device_mem ? "device" : "host")},
                            {"blocks", blocks_},
                            {"iters", std::int64_t{cfg_.iters}},
                            {"warmup", std::int64_t{cfg_.warmup}},
                            {"check", cfg_.check}};
+    if (cfg_.huge_pages) params.emplace_back("host_mem", std::string("huge"));
     r.begin(*this, "kv", params);
     std::vector<Record> recs =
         run_cycles(opts, r.rt.get(), [&] { return run_kv(*r.rt, cfg_, *r.backend); });
-    return r.report(*this, {"kv", {}, params, std::move(recs), {}}, opts);
+    Report report{"kv", {}, params, std::move(recs), {}};
+    note_host_pages(*r.backend, report);
+    return r.report(*this, std::move(report), opts);
   }
 
  private:

@@ -1,5 +1,7 @@
 #include "family/remote/remote_bench.hpp"
 
+#include "family/host_pages.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -185,6 +187,9 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
   const bool ipc = backend.capabilities().device_ipc;
   if (!ipc && backend.name() != "host")
     return {waived_all(cfg, remote_unsupported(backend.name())), {}};
+  if (const std::string no_huge = rt.agree(use_host_pages(backend, cfg.huge_pages).reason);
+      !no_huge.empty())
+    return {waived_all(cfg, no_huge), {}};
   const std::vector<int> threads =
       cfg.thread_counts.empty() ? std::vector<int>{cfg.copier.threads} : cfg.thread_counts;
   std::vector<Record> mine;

@@ -47,6 +47,9 @@ struct RemoteConfig {
   // records carry bytes = N * size, `window` and `msg_rate`. 0: one transfer
   // per iteration, no window fields (the default).
   int window = 0;
+  // --host-mem huge: the issuer's buffers on huge pages (the window itself
+  // is the MPI library's memory); waived where the system has none.
+  bool huge_pages = false;
   // Test seam: called on the receiving rank with the received bytes after
   // timing, before verification (tests corrupt them to prove the check).
   std::function<void(std::span<std::byte>)> before_verify;

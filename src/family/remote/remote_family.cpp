@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "family/remote/remote_bench.hpp"
+#include "family/host_pages.hpp"
 #include "family/remote/remote_windows.hpp"
 #include "family/run.hpp"
 
@@ -99,6 +100,7 @@ class RemoteFamily final : public Family {
            "then completed together; osu_mbw_mr's window); records add window and msg_rate. "
            "Host windows only")
         ->type_name("N");
+    add_huge_pages_option(app, cfg_.huge_pages);
     add_run_options(app, run_,
                     {.iters = "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)",
                      .warmup = "warm-up transfers (default: iters/10)",
@@ -129,8 +131,9 @@ Examples:
       res.summary = std::move(one.summary);  // the last cycle's
       return std::move(one.records);
     });
-    return r.report(*this, {"remote", {}, params(), std::move(res.records), std::move(res.summary)},
-                    run_);
+    Report report{"remote", {}, params(), std::move(res.records), std::move(res.summary)};
+    note_host_pages(*r.backend, report);
+    return r.report(*this, std::move(report), run_);
   }
 
  private:
@@ -149,6 +152,7 @@ Examples:
                 {"threads", std::int64_t{cfg_.copier.threads}},
                 {"tile", static_cast<std::int64_t>(cfg_.copier.tile)},
                 {"check", cfg_.check}};
+    if (cfg_.huge_pages) p.emplace_back("host_mem", std::string("huge"));
     if (cfg_.window > 0) p.emplace_back("window", std::int64_t{cfg_.window});
     return p;
   }
