@@ -61,7 +61,8 @@ std::vector<Record> run_fill(const std::vector<Bytes>& sizes, int value, int war
 }
 
 std::string fill_tables(const Report& r) {
-  std::string s = fmt::format("{:>12} {:>6} {:>10} {:>6}\n", "Size(Bytes)", "Value", "GB/s", "Check");
+  std::string s =
+      fmt::format("{:>12} {:>6} {:>10} {:>6}\n", "Size(Bytes)", "Value", "GB/s", "Check");
   for (const Record& rec : r.results)
     s += fmt::format("{:>12} {:>6} {:>10.2f} {:>6}\n", rec.bytes,
                      rec.get_or(fill_field::value, std::int64_t{0}),  // reads a field
