@@ -1,11 +1,16 @@
 # Two commands do everything on a fresh Debian 12 machine:
 #   make run    install missing packages, configure, build, run the default suite (host backend)
 #   make test   the same set-up, then the whole test suite (release, release with a fake
-#               accelerator first in `auto`, and ASan/UBSan builds)
+#               accelerator first in `auto`, ASan/UBSan builds, and each libFuzzer target
+#               for 5 s)
 PRESET ?= default
 BUILD := build/$(PRESET)
 XB := $(BUILD)/xferbench
-PEERS ?= build/peers
+# The peer tools of `make bench` on a GPU, built from their public sources (README,
+# "Speed check against peer tools"): the folder holding nvbandwidth, and nccl-tests'
+# build/ folder. Empty: those two comparisons print `waived` with where to get them.
+NVBANDWIDTH ?=
+NCCL_TESTS ?=
 
 .PHONY: all deps configure build run test test-release test-fake-accel test-asan test-fuzz fuzz fuzz-build bench format clean
 
@@ -65,10 +70,10 @@ bench: build
 	bench/coll_vs_mpi_allreduce.sh $(XB)
 	bench/engine_vs_ucx_perftest.sh $(XB)
 	bench/cuda_copy_vs_memcpy_async.sh $(XB)
-	@# with a GPU and the peer tools built (../shared/peers/build.sh $(PEERS)); waived otherwise
-	bench/cuda_vs_nvbandwidth.sh $(PEERS) $(XB)
+	@# with a GPU and NVBANDWIDTH=DIR / NCCL_TESTS=DIR; waived otherwise
+	bench/cuda_vs_nvbandwidth.sh "$(NVBANDWIDTH)" $(XB)
 	bench/engine_cuda_lanes.sh $(XB)
-	bench/nccl_vs_nccl_tests.sh $(PEERS) $(XB)
+	bench/nccl_vs_nccl_tests.sh "$(NCCL_TESTS)" $(XB)
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

@@ -15,17 +15,23 @@
 # the latency testcases belong to `xferbench latency`. Where no GPU is usable
 # it prints `waived: <reason>` and exits 0.
 #
-#   bench/cuda_vs_nvbandwidth.sh PEER_DIR [XFERBENCH] [MIB] [ITERS]
+#   bench/cuda_vs_nvbandwidth.sh NVBANDWIDTH_DIR [XFERBENCH] [MIB] [ITERS]
 #   (defaults: build/default/xferbench, 512 MiB = nvbandwidth's default, 20)
+# NVBANDWIDTH_DIR holds the nvbandwidth binary, built from
+# https://github.com/NVIDIA/nvbandwidth (cmake . && make). Empty, or without
+# the binary: `waived` with that hint, exit 0.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-peers=${1:?usage: cuda_vs_nvbandwidth.sh PEER_DIR (the folder ../shared/peers/build.sh wrote)}
+peers=${1-}
 xb=${2:-$here/../build/default/xferbench}
 mib=${3:-512}
 iters=${4:-20}
 # shellcheck source=bench/cuda_common.sh
 . "$here/cuda_common.sh"
-[ -x "$peers/nvbandwidth" ] || { echo "no nvbandwidth in $peers (../shared/peers/build.sh $peers)"; exit 2; }
+if [ -z "$peers" ] || [ ! -x "$peers/nvbandwidth" ]; then
+  echo "waived: no nvbandwidth${peers:+ in $peers}: build it from https://github.com/NVIDIA/nvbandwidth (cmake . && make) and give its folder: bench/cuda_vs_nvbandwidth.sh DIR (make bench NVBANDWIDTH=DIR)"
+  exit 0
+fi
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # testcase | min GPUs | xferbench -t and options (without --method) | record case | matrix: row col of the figure

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side, in one invocation: `xferbench coll --backend cuda` and
-# nccl-tests (2.19.6, built by ../shared/peers/build.sh) for every collective
+# nccl-tests (2.19.6, https://github.com/NVIDIA/nccl-tests) for every collective
 # nccl-tests has, on the same sizes (8 B x GPUs .. 1 GiB x2), -n and -w, one rank per
 # GPU, float sum, out of place, like for like: both one process per GPU (nccl-tests
 # under mpiexec with -g 1 where it was built with MPI; else one process driving every
@@ -11,18 +11,24 @@
 # targets are algbw >= 0.95x at every size from 64 KiB and, below that, a time within
 # 1 us of nccl-tests'. Where no GPU is usable it prints `waived: <reason>` and exits 0.
 #
-#   bench/nccl_vs_nccl_tests.sh PEER_DIR [XFERBENCH] [GPUS] [ITERS] [WARMUP]
+#   bench/nccl_vs_nccl_tests.sh NCCL_TESTS_DIR [XFERBENCH] [GPUS] [ITERS] [WARMUP]
 #   (defaults: build/default/xferbench, every visible GPU, 20, 5)
+# NCCL_TESTS_DIR is nccl-tests' build/ folder (all_reduce_perf, ...), built from
+# https://github.com/NVIDIA/nccl-tests (make MPI=1 MPI_HOME=...). Empty, or
+# without the binaries: `waived` with that hint, exit 0.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-peers=${1:?usage: nccl_vs_nccl_tests.sh PEER_DIR (the folder ../shared/peers/build.sh wrote)}
+peers=${1-}
 xb=${2:-$here/../build/default/xferbench}
 iters=${4:-20}
 warmup=${5:-5}
 # shellcheck source=bench/cuda_common.sh
 . "$here/cuda_common.sh"
 gpus=${3:-$gpus}
-[ -x "$peers/all_reduce_perf" ] || { echo "no nccl-tests in $peers (../shared/peers/build.sh $peers)"; exit 2; }
+if [ -z "$peers" ] || [ ! -x "$peers/all_reduce_perf" ]; then
+  echo "waived: no nccl-tests${peers:+ in $peers}: build it from https://github.com/NVIDIA/nccl-tests (make MPI=1) and give its build/ folder: bench/nccl_vs_nccl_tests.sh DIR (make bench NCCL_TESTS=DIR)"
+  exit 0
+fi
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 min=$((8 * gpus))  # every collective splits it evenly over the ranks (float)
