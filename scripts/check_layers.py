@@ -15,8 +15,8 @@ import re
 import sys
 import tempfile
 
-# Bottom first; folders on one line are one layer and must not include each other
-# (rule 1 still applies within a layer).
+
+
 LAYERS = [
     ["core"],
     ["runtime", "engine", "report"],
