@@ -15,8 +15,8 @@ import re
 import sys
 import tempfile
 
-
-
+# Bottom first; folders on one line are one layer and may include each other
+# (rule 1 still forbids a cycle).
 LAYERS = [
     ["core"],
     ["runtime", "engine", "report"],
