@@ -12,13 +12,18 @@
 #include <optional>
 #include <thread>
 
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
 #include "core/sysinfo.hpp"
 #include "family/agree.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {

@@ -14,7 +14,7 @@
 #include "core/timer.hpp"
 #include "engine/ucx.hpp"
 #include "family/agree.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
 
 namespace xb {
 namespace {

@@ -10,7 +10,7 @@
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
 #include "family/remote/remote_windows.hpp"
 
 namespace xb {
