@@ -1,6 +1,6 @@
 #pragma once
 // Where a run's records go as they become final, and how a run is asked to
-// stop. The output of a run (family/run.hpp: Output) installs the sink and
+// stop. The output of a run (family/output.hpp: Output) installs the sink and
 // writes each record to its -o file at once; families call record_done()
 // the moment a record is final, and stop points between measurements.
 #include <exception>

@@ -51,7 +51,7 @@ class Family {
   // the family's tables of records.
   virtual std::string table_note(const Report& r) const;
   virtual std::string tables(const Report& r) const = 0;
-  // --format prom (RunOpts::prom): the Prometheus text exposition format.
+  // --format prom (OfferedOptions::prom): the Prometheus text exposition format.
   virtual std::string prometheus(const Report& r) const;
 };
 

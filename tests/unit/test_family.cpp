@@ -4,10 +4,12 @@
 #include <set>
 
 #include "backend/common/placement.hpp"
+#include "backend/select/select.hpp"
 #include "cli/cli.hpp"
 #include "core/error.hpp"
 #include "core/schema.hpp"
-#include "family/run.hpp"
+#include "family/backend_choice.hpp"
+#include "family/parse.hpp"
 
 namespace xb {
 namespace {

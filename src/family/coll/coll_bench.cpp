@@ -12,7 +12,7 @@
 #include "core/journal.hpp"
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
 
 namespace xb {
 namespace {

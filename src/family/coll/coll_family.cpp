@@ -11,7 +11,10 @@
 
 #include "core/error.hpp"
 #include "family/coll/coll_bench.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 #include "report/table_kit.hpp"
 
 namespace xb {

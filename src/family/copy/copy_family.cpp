@@ -8,8 +8,12 @@
 
 #include "core/error.hpp"
 #include "family/copy/copy_bench.hpp"
+#include "family/backend_choice.hpp"
+#include "family/cycles.hpp"
 #include "family/host_pages.hpp"
-#include "family/run.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
+#include "family/parse.hpp"
 
 namespace xb {
 namespace {

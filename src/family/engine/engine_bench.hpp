@@ -2,6 +2,13 @@
 // `xferbench engine client` / `selftest`: HIXL-style throughput of one-sided
 // reads and writes against an engine server's slot: total size per loop,
 // block sizes block*2^i, sync requests or async batches.
+//
+// This header is the engine benchmark's face; behind it: engine_lanes.cpp
+// (the shape of a run: modes, lanes, blocks, how -t divides among lanes and
+// servers, --connect and --nic), engine_client.cpp (run_engine_client: its
+// parts, steps and records), engine_records.cpp (a part's record, sums over
+// parts, fan-in's total), engine_region.cpp (the server's region in device
+// memory, the selftest) and engine_local.hpp (one class per lane kind).
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,8 +38,9 @@ inline constexpr FieldKey<double> wait_us{"wait_us"};
 inline constexpr FieldKey<std::int64_t> window{"window"};
 inline constexpr FieldKey<double> msg_rate{"msg_rate"};
 // Runs of more than one part (--lanes, several --connect servers): the
-// server of a record ("host:port", "all" for the total over servers), its
-// lane (-1: the sum of the server's lanes) and the lane's NIC (--nic).
+// server of a record ("host:port", "" with only one, "all" for the total
+// over servers), its lane (-1: the server's only lane, or the sum of its
+// lanes) and the lane's NIC (--nic).
 inline constexpr FieldKey<std::string> server{"server"};
 inline constexpr FieldKey<std::int64_t> lane_id{"lane_id"};
 inline constexpr FieldKey<std::string> nic{"nic"};

@@ -12,13 +12,18 @@
 #include <optional>
 #include <thread>
 
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
 #include "core/sysinfo.hpp"
 #include "family/agree.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {
@@ -463,24 +468,27 @@ class EngineFamily final : public Family {
  public:
   EngineFamily() {
     schema_.add(engine_field::mode, FieldRole::key, "h2h, h2d, d2h, d2d: client and server memory")
-        .add(engine_field::lane, FieldRole::info, "ucx or staged: how the client's memory meets UCX")
+        .add(engine_field::lane, FieldRole::info,
+             "ucx, staged or ipc: how the client's memory meets the server's region")
         .add(engine_field::block, FieldRole::key, "bytes per request")
         .add(engine_field::requests, FieldRole::info, "requests per loop")
         .add(engine_field::lat_of, FieldRole::info, "what the latencies time: request or batch")
         .add(engine_field::lat_p50_us, FieldRole::metric, "latency median, us")
         .add(engine_field::lat_p99_us, FieldRole::metric, "latency p99, us")
         .add(engine_field::lat_max_us, FieldRole::metric, "latency max, us")
-        .add(engine_field::batch, FieldRole::key, "requests per async batch")
-        .add(engine_field::submit_us, FieldRole::metric, "posting one batch, us")
-        .add(engine_field::wait_us, FieldRole::metric, "waiting for one batch, us")
+        .add(engine_field::batch, FieldRole::key, "async: requests per batch")
+        .add(engine_field::submit_us, FieldRole::metric, "async: posting one batch, mean us")
+        .add(engine_field::wait_us, FieldRole::metric, "async: waiting for one batch, mean us")
         .add(engine_field::window, FieldRole::info,
              "--window: requests in flight (the async batch depth it set)")
         .add(engine_field::msg_rate, FieldRole::metric,
              "--window: requests per second, requests of a loop / median loop time")
         .add(engine_field::server, FieldRole::key,
-             "lanes or several servers: the server (host:port; all: the total over servers)")
+             "lanes or several servers: the server (host:port, empty with only one; all: the total "
+             "over servers)")
         .add(engine_field::lane_id, FieldRole::key,
-             "lanes or several servers: the lane (-1: the sum of the server's lanes)")
+             "lanes or several servers: the lane (-1: the server's only lane, or the sum of its "
+             "lanes)")
         .add(engine_field::nic, FieldRole::info, "--nic: the lane's NIC (UCX_NET_DEVICES)")
         .add(engine_field::client, FieldRole::key, "fanin: the client's rank (-1: the server's total)")
         .add(engine_field::client_host, FieldRole::info, "fanin: the client's host")
@@ -499,7 +507,8 @@ class EngineFamily final : public Family {
                return c.backend == "host" || c.backend == "cuda"
                           ? Support::yes()
                           : Support::no("this version's engine reaches host memory, the host "
-                                        "backend's NUMA nodes and CUDA memory (staged) only");
+                                        "backend's NUMA nodes and CUDA memory (ucx, staged or "
+                                        "ipc) only");
              }});
   }
   std::string table_note(const Report& r) const override {

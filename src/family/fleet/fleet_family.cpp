@@ -20,7 +20,11 @@
 #include "family/fleet/fleet_judge.hpp"
 #include "family/fleet/fleet_pairs.hpp"
 #include "family/fleet/fleet_schedule.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 #include "report/table_kit.hpp"
 
 namespace xb {

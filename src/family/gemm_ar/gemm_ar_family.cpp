@@ -10,7 +10,9 @@
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
-#include "family/run.hpp"
+#include "family/options.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 #include "report/table_kit.hpp"
 
 namespace xb {

@@ -14,8 +14,8 @@
 #include "core/timer.hpp"
 #include "engine/ucx.hpp"
 #include "family/agree.hpp"
+#include "family/cycles.hpp"
 #include "family/host_pages.hpp"
-#include "family/run.hpp"
 
 namespace xb {
 namespace {

@@ -9,7 +9,10 @@
 #include "family/engine/engine_family.hpp"
 #include "family/host_pages.hpp"
 #include "family/kv/kv_bench.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 #include "report/table_kit.hpp"
 
 namespace xb {

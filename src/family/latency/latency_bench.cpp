@@ -11,7 +11,7 @@
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
 
 namespace xb {
 namespace {

@@ -7,7 +7,10 @@
 
 #include "core/error.hpp"
 #include "family/latency/latency_bench.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 
 namespace xb {
 namespace {

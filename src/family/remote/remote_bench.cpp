@@ -1,7 +1,5 @@
 #include "family/remote/remote_bench.hpp"
 
-#include "family/host_pages.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +10,8 @@
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
-#include "family/run.hpp"
+#include "family/cycles.hpp"
+#include "family/host_pages.hpp"
 #include "family/remote/remote_windows.hpp"
 
 namespace xb {

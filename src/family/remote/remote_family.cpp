@@ -6,10 +6,13 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
-#include "family/remote/remote_bench.hpp"
+#include "family/cycles.hpp"
 #include "family/host_pages.hpp"
+#include "family/remote/remote_bench.hpp"
 #include "family/remote/remote_windows.hpp"
-#include "family/run.hpp"
+#include "family/options.hpp"
+#include "family/parse.hpp"
+#include "family/ranked.hpp"
 
 namespace xb {
 namespace {

@@ -1,0 +1,87 @@
+#include "family/options.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "core/sweep.hpp"
+
+namespace xb {
+
+void add_output_options(CLI::App& app, RunOptions& opts, bool prom) {
+  app.add_option(
+         "--backend", opts.backend,
+         "host, cuda, ascend, or auto: the first available that can run the command as asked")
+      ->default_str("auto");
+  std::vector<std::string> formats{"table", "json", "csv", "jsonl"};
+  if (prom) formats.emplace_back("prom");
+  app.add_option("--format", opts.format,
+                 prom ? "table, json, csv, jsonl, or prom (Prometheus text, for node_exporter's "
+                        "textfile collector)"
+                      : "table, json, csv or jsonl (a line per record, written as each finishes)")
+      ->check(CLI::IsMember(formats))
+      ->default_str("table");
+  app.add_option("-o,--output", opts.output, "write the --format output to FILE")
+      ->type_name("FILE");
+  app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
+}
+
+void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offered) {
+  if (!offered.iters.empty())
+    app.add_option(offered.iters_name, opts.iters, offered.iters)->check(CLI::Range(1, 10000000));
+  if (!offered.warmup.empty())
+    app.add_option("-w,--warmup", opts.warmup, offered.warmup)->check(CLI::Range(0, 1000000));
+  if (!offered.check.empty()) app.add_flag("--no-check", opts.no_check, offered.check);
+  if (offered.ranks)
+    app.add_option("--ranks", opts.ranks, "outside mpiexec: start N ranks under mpiexec")
+        ->check(CLI::Range(1, 4096));
+  if (offered.monitor) {
+    auto* d = app.add_option("--duration", opts.duration,
+                             "repeat the measurement for this long (30s, 10m, 2h): records get "
+                             "cycle and t_unix")
+                  ->type_name("TIME");
+    auto* c =
+        app.add_option("--cycles", opts.cycles, "repeat the measurement N times (0: until Ctrl-C)")
+            ->check(CLI::Range(0, 100000000));
+    d->excludes(c);
+  }
+  add_output_options(app, opts, offered.prom);
+  app.add_option("--min-bw", opts.min_bw,
+                 "exit 1 when a record's headline figure (GB/s; coll: busbw) is below this")
+      ->check(CLI::NonNegativeNumber);
+}
+
+RunOptions host_only(RunOptions opts, const std::string& family) {
+  if (opts.backend == "auto") opts.backend = "host";
+  if (opts.backend != "host")
+    throw UsageError(fmt::format("{} runs on the host backend only in this version (not {})",
+                                 family, opts.backend));
+  return opts;
+}
+
+void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min,
+                      const std::string& default_max, const std::string& default_factor) {
+  app.add_option("-s,--size", a.size, "fixed size, e.g. 256M")->type_name("SIZE");
+  app.add_option("-b,--minbytes", a.min, "sweep start (default " + default_min + ")")
+      ->type_name("SIZE");
+  app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")
+      ->type_name("SIZE");
+  app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
+}
+
+std::vector<Bytes> sizes_of(const SizeArgs& a, Bytes default_min, Bytes default_max,
+                            double default_factor) {
+  if (a.fixed() && a.sweep_given()) throw UsageError("-s is exclusive with -b/-e/-f/-i");
+  if (a.fixed()) return {parse_size(a.size, "-s size")};
+  SweepSpec spec;
+  spec.min = a.min.empty() ? default_min : parse_size(a.min, "-b size");
+  spec.max = a.max.empty() ? default_max : parse_size(a.max, "-e size");
+  spec.step = a.step.empty() ? 0 : parse_size(a.step, "-i step");
+  spec.factor = spec.step ? a.factor : (a.factor != 0 ? a.factor : default_factor);
+  return expand_sweep(spec);
+}
+
+}  // namespace xb

@@ -1,0 +1,212 @@
+#include "family/output.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "core/journal.hpp"
+#include "core/sysinfo.hpp"
+#include "runtime/liveness.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+EnvInfo env_of(const Backend& backend) {
+  EnvInfo env;
+  env.host = host_name();
+  env.cpu = cpu_model();
+  env.cores = online_cores();
+  env.backend = backend.name();
+  for (const auto& d : backend.devices()) env.devices.push_back({d.id, d.name, d.numa});
+  return env;
+}
+
+struct Output::State {
+  RunOptions opts;
+  Format format = Format::table;
+  std::ofstream stream;  // the -o file (jsonl: appended to as records come)
+  bool rewrite = false;  // -o is a regular file: rewritten atomically
+  std::timed_mutex mu;   // the watcher of a lost rank writes too
+  const Family* family = nullptr;
+  Report partial;  // head + the records so far
+  bool begun = false, done = false;
+
+  // The document of the records so far to the -o file, whole.
+  void write_whole(const std::string& text) {
+    if (!rewrite) return;
+    const std::string tmp = fmt::format("{}.tmp.{}", opts.output, getpid());
+    {
+      std::ofstream f(tmp, std::ios::out | std::ios::trunc);
+      f << text;
+      f.flush();
+      if (!f) return;  // best effort: the last good document stays
+    }
+    if (std::rename(tmp.c_str(), opts.output.c_str()) != 0) std::remove(tmp.c_str());
+  }
+  void append(const std::string& text) {
+    stream << text;
+    stream.flush();
+  }
+  // After a record: the file has it.
+  void written(const Record& r) {
+    if (format == Format::jsonl) {
+      append(jsonl_record(r));
+    } else {
+      write_whole(render(*family, partial, format));
+    }
+  }
+  // The end of a run cut short: the summary says why (`lost`: the lost
+  // rank's line, if that was it), the file keeps the records so far.
+  void cut_short(const std::string& stopped_by, const std::string& lost = "") {
+    partial.summary.emplace_back("interrupted", true);
+    partial.summary.emplace_back("stopped_by", stopped_by);
+    if (!lost.empty()) partial.summary.emplace_back("lost", lost);
+    partial.summary.emplace_back("records_done", static_cast<std::int64_t>(partial.results.size()));
+    if (opts.output.empty()) return;
+    if (format == Format::jsonl)
+      append(jsonl_summary(partial));
+    else
+      write_whole(render(*family, partial, format));
+  }
+};
+
+Output::Output(const RunOptions& opts) : st_(std::make_unique<State>()) {
+  st_->opts = opts;
+  st_->format = parse_format(opts.format);
+  if (opts.output.empty()) return;
+  st_->stream.open(opts.output, std::ios::out | std::ios::trunc);
+  if (!st_->stream)
+    throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
+  struct stat sb {};
+  st_->rewrite = ::stat(opts.output.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+Output::~Output() {
+  if (!st_->begun) return;
+  set_record_sink({});
+  set_last_words({});
+  disarm_stop_signals();
+  if (st_->done) return;
+  // Ended before emit(): a stop signal, or an error unwinding (main prints it).
+  std::lock_guard lock(st_->mu);
+  const int sig = stop_signal();
+  try {
+    st_->cut_short(sig ? signal_name(sig) : std::string("error"));
+    if (!sig) return;
+    State& s = *st_;
+    if (s.opts.output.empty() || !s.opts.quiet)
+      std::cout << render(*s.family, s.partial, s.opts.output.empty() ? s.format : Format::table)
+                << std::flush;
+    const Record* last = s.partial.results.empty() ? nullptr : &s.partial.results.back();
+    std::fprintf(
+        stderr, "xferbench: stopped by %s after %zu record%s%s%s\n", signal_name(sig).c_str(),
+        s.partial.results.size(), s.partial.results.size() == 1 ? "" : "s",
+        last ? fmt::format(" (the last: {} {} {} B)", last->kase, last->method, last->bytes).c_str()
+             : "",
+        s.opts.output.empty() ? "" : fmt::format("; {} holds them", s.opts.output).c_str());
+  } catch (const std::exception&) {  // a destructor reports nothing more
+  }
+}
+
+Format Output::format() const { return st_->format; }
+
+void Output::begin(const Family& f, Report head) {
+  st_->family = &f;
+  head.results.clear();
+  head.summary.clear();
+  st_->partial = std::move(head);
+  st_->begun = true;
+  State* s = st_.get();
+  if (!s->opts.output.empty()) {
+    if (s->format == Format::jsonl)
+      s->append(jsonl_head(s->partial));
+    else
+      s->write_whole(render(f, s->partial, s->format));
+  }
+  set_record_sink([s](const Record& r) {
+    std::lock_guard lock(s->mu);
+    s->partial.results.push_back(r);
+    if (!s->opts.output.empty()) s->written(r);
+  });
+  set_last_words([s](const std::string& why) {
+    std::unique_lock lock(s->mu, std::chrono::seconds(2));
+    if (!lock.owns_lock() || s->opts.output.empty() || s->done) return;
+    s->cut_short("lost rank", why);
+  });
+  arm_stop_signals(launcher_rank() <= 0);
+}
+
+void Output::emit(const std::function<std::string(Format)>& render) {
+  if (st_->begun) {
+    set_record_sink({});
+    set_last_words({});
+  }
+  std::lock_guard lock(st_->mu);
+  st_->done = true;
+  if (st_->opts.output.empty()) {
+    std::cout << render(st_->format) << std::flush;
+    return;
+  }
+  const std::string text = render(st_->format);
+  if (st_->rewrite) {
+    st_->stream.close();
+    st_->write_whole(text);
+    std::ifstream check(st_->opts.output);
+    if (!check) throw RuntimeError(fmt::format("writing {} failed", st_->opts.output));
+  } else {
+    st_->stream << text;
+    st_->stream.flush();
+    if (!st_->stream) throw RuntimeError(fmt::format("writing {} failed", st_->opts.output));
+  }
+  if (!st_->opts.quiet) std::cout << render(Format::table) << std::flush;
+}
+
+Progress progress_for(const RunOptions& opts) {
+  if (opts.quiet || !isatty(STDERR_FILENO)) return {};
+  return [](std::size_t done, std::size_t total, const std::string& what) {
+    if (done >= total) {
+      std::fprintf(stderr, "\r\033[K");
+    } else {
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done + 1, total, what.c_str());
+    }
+    std::fflush(stderr);
+  };
+}
+
+int finish(const Report& report, const RunOptions& opts, const RecordSchema& schema) {
+  const int rc = exit_code(report);
+  if (opts.min_bw <= 0) return rc;
+  int below = 0;
+  std::string worst;
+  double lowest = 1e300;
+  for (const auto& r : report.results) {
+    if (r.status != Status::ok) continue;
+    const double bw = schema.headline_value(r);
+    if (bw >= opts.min_bw) continue;
+    ++below;
+    if (bw < lowest) {
+      lowest = bw;
+      worst = fmt::format("{} {} {} B", r.kase, r.method, r.bytes);
+    }
+  }
+  if (below == 0) return rc;
+  std::fprintf(stderr, "xferbench: %d record%s below --min-bw %g GB/s (lowest: %s at %.3f GB/s)\n",
+               below, below == 1 ? "" : "s", opts.min_bw, worst.c_str(), lowest);
+  return 1;
+}
+
+int report_once(const Family& f, Report r, const RunOptions& opts, Output& out) {
+  out.emit([&](Format fmt) { return render(f, r, fmt); });
+  return finish(r, opts, f.schema());
+}
+
+}  // namespace xb

@@ -1,0 +1,32 @@
+#pragma once
+// The set-up every multi-rank family shares.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "family/family.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+// --ranks re-executes under mpiexec, MPI starts, the backend is chosen
+// (choose_backend, collectively), `validate` runs on every rank, and -o is
+// opened on rank 0 (a bad path fails on every rank alike).
+struct Ranked {
+  std::string backend_note;  // ChosenBackend::note
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Runtime> rt;
+  std::unique_ptr<Output> out;  // rank 0 only
+  // The run starts (Output::begin on rank 0; stop signals armed on every
+  // rank, as stop_point(rt) needs).
+  void begin(const Family& f, const std::string& command, Params params);
+  // Fills the environment, prints from rank 0 only, returns the exit code.
+  int report(const Family& f, Report r, const RunOptions& opts);
+};
+Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& inv,
+                    const std::function<void(Runtime&, Backend&)>& validate);
+
+}  // namespace xb
