@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --host-mem huge on the host backend (copy, remote, kv): where this machine
+# --host-mem huge on the host backend (copy, remote, kv, engine): where this machine
 # offers huge pages (hugetlb reserved, or THP always/madvise), every record is
 # ok and verified, and the summary's host_pages says how many bytes the
 # kernel really put on huge pages (not 0); where it offers none, every record
@@ -40,6 +40,18 @@ check "$tmp/copy.json"
 check "$tmp/remote.json"
 "$mpiexec" -n 2 "$xb" kv --block-bytes 1M --blocks 4 -n 2 --host-mem huge --format json -o "$tmp/kv.json" -q
 check "$tmp/kv.json"
+"$xb" engine selftest -t 4M -k 1M --block-steps 1 -n 2 --host-mem huge --format json -o "$tmp/self.json" -q
+check "$tmp/self.json"
+# A server's region on huge pages, and a client whose memory is too.
+export XFERBENCH_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+port=$((20000 + RANDOM % 20000))
+"$xb" engine serve --listen 127.0.0.1:$port --size 4M --host-mem huge --accept-wait 30 2>"$tmp/serve.log" &
+server=$!
+"$xb" engine client --connect 127.0.0.1:$port -t 4M -k 1M --block-steps 1 -n 2 --host-mem huge \
+  --connect-timeout 20 --format json -o "$tmp/client.json" -q
+wait $server
+check "$tmp/client.json"
+[ "$offered" = 0 ] || grep -q "huge pages" "$tmp/serve.log" || { echo "serve: no huge pages in its log:"; cat "$tmp/serve.log"; exit 1; }
 
 # Bad input: one line, exit 2.
 set +e

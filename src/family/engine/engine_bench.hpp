@@ -112,6 +112,10 @@ struct EngineClientConfig {
   bool check = true;
   double timeout_s = 30;     // per request
   bool peer_errors = false;  // UCX peer error mode (excludes shared memory on UCX 1.13)
+  // --host-mem huge: the client's host memory (and the selftest server's
+  // region) from the backend's huge pages, registered with UCX, instead of
+  // UCX's own allocation; waived where the system has none.
+  bool huge_pages = false;
   // --lanes: lanes to each server, each on its own UCX context, worker,
   // endpoint and thread; -t is split evenly over lanes x servers.
   int lanes = 1;
@@ -191,6 +195,10 @@ void check_engine_device(const Backend& b, int device, const char* option);
 // the server. Throws UsageError with the reason.
 std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size, const char* option,
                                              engine::ServerConfig& sc);
+// The server's host region on huge pages (--host-mem huge, after
+// Backend::use_huge_pages succeeded): `sc.size` bytes of the backend's,
+// set as sc.memory; the buffer must outlive the server.
+std::unique_ptr<Buffer> engine_huge_region(Backend& b, engine::ServerConfig& sc);
 // "device memory of host device 0 (NUMA node 0 (...))".
 std::string engine_device_note(const Backend& b, int device);
 // Server and client in one process on a free loopback port: one client

@@ -19,6 +19,7 @@
 #include "family/engine/engine_bench.hpp"
 #include "family/engine/engine_local.hpp"
 #include "family/engine/engine_records.hpp"
+#include "family/host_pages.hpp"
 
 namespace xb {
 namespace {
@@ -150,18 +151,16 @@ std::string part_name(const PartRun& pr, const std::vector<EngineServer>& server
   return s;
 }
 
-// A mode whose client memory no lane reaches on this backend: every step
-// waived, with the reason.
+// A run that cannot go (a mode whose client memory no lane reaches on this
+// backend, huge pages the system does not have): every step waived, with
+// the reason.
 EngineRun waived_run(const EngineClientConfig& cfg, const std::vector<Bytes>& blocks,
-                     const Backend& backend) {
+                     const std::string& why) {
   EngineRun run;
   for (Op op : cfg.ops)
     for (Bytes bs : blocks) {
-      Record r = Record::waived(
-          op == Op::read ? "read" : "write", cfg.async ? "async" : "sync", -1, -1, cfg.total,
-          fmt::format("mode {}: this version's engine cannot reach {} device memory (no lane "
-                      "for it: UCX does not register it and there is no staging copy path)",
-                      to_string(cfg.mode), backend.name()));
+      Record r = Record::waived(op == Op::read ? "read" : "write", cfg.async ? "async" : "sync",
+                                -1, -1, cfg.total, why);
       r.set(engine_field::mode, to_string(cfg.mode));
       r.set(engine_field::block, static_cast<std::int64_t>(bs));
       run.records.push_back(std::move(r));
@@ -379,7 +378,13 @@ EngineRun run_engine_client(const std::vector<EngineServer>& servers, const Engi
                             double connect_ms, Backend& backend) {
   const auto blocks = engine_blocks(cfg);
   if (client_on_device(cfg.mode) && backend.name() != "host" && backend.name() != "cuda")
-    return waived_run(cfg, blocks, backend);
+    return waived_run(cfg, blocks,
+                      fmt::format("mode {}: this version's engine cannot reach {} device memory (no "
+                                  "lane for it: UCX does not register it and there is no staging "
+                                  "copy path)",
+                                  to_string(cfg.mode), backend.name()));
+  if (const Support s = use_host_pages(backend, cfg.huge_pages); !s.ok)
+    return waived_run(cfg, blocks, s.reason);
   const Bytes part_len = engine_part_length(cfg, servers.size());
   const std::vector<EngineLane> lanes =
       server_lanes(servers, cfg, part_len * static_cast<Bytes>(cfg.lanes), backend);

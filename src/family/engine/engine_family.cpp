@@ -20,6 +20,7 @@
 #include "core/sysinfo.hpp"
 #include "family/agree.hpp"
 #include "family/cycles.hpp"
+#include "family/host_pages.hpp"
 #include "family/options.hpp"
 #include "family/output.hpp"
 #include "family/parse.hpp"
@@ -35,6 +36,7 @@ struct ServeArgs {
   double accept_wait = 60;
   std::string mem = "host", backend = "auto";
   int device = 0;
+  bool huge = false;  // --host-mem huge
 };
 
 struct ClientArgs {
@@ -51,6 +53,7 @@ struct ClientArgs {
   int server_device = 0;
   std::string lane = "auto", stage_chunk = "1M";
   std::string lanes, nic;  // --lanes N, --nic a,b ("": not given)
+  bool huge = false;       // --host-mem huge
 };
 
 void log_line(const std::string& s) { std::fprintf(stderr, "engine: %s\n", s.c_str()); }
@@ -122,6 +125,7 @@ EngineClientConfig to_config(const ClientArgs& a) {
   c.loops = a.run.iters_or(a.loops);
   c.warmup = a.run.warmup_or(1);
   c.async = a.async;
+  c.huge_pages = a.huge;
   c.batch = a.batch.value_or(16);
   if (a.window > 0) {  // the engine pipelines already: a window is an async batch of N
     if (a.batch && *a.batch != a.window)
@@ -170,6 +174,7 @@ Params params_of(const ClientArgs& a, const EngineClientConfig& c) {
               {"stage_chunk", static_cast<std::int64_t>(c.stage_chunk)}};
   if (c.window > 0) p.emplace_back("window", static_cast<std::int64_t>(c.window));
   if (!a.nic.empty()) p.emplace_back("nic", a.nic);
+  if (c.huge_pages) p.emplace_back("host_mem", std::string("huge"));
   return p;
 }
 
@@ -226,6 +231,7 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
          "records add window and msg_rate (requests per second)")
       ->type_name("N");
   app.add_option("--timeout", a.timeout, "seconds one request may take")->default_str("30");
+  add_huge_pages_option(app, a.huge);
   app.add_option("--err-mode", a.err_mode,
                  "auto (default: peer wherever shared memory cannot be used), none, or peer: UCX "
                  "peer failure handling (UCX 1.13: no shared-memory transports then)")
@@ -249,10 +255,10 @@ std::unique_ptr<Output> begin_engine(const Family& f, const RunOptions& opts,
 
 int emit_engine(const Family& f, const RunOptions& opts, const Backend& backend, EngineRun run,
                 Params params, Output& out) {
-  const EnvInfo env = env_of(backend);
-  return report_once(
-      f, {"engine", env, std::move(params), std::move(run.records), std::move(run.summary)}, opts,
-      out);
+  Report report{"engine", env_of(backend), std::move(params), std::move(run.records),
+                std::move(run.summary)};
+  note_host_pages(backend, report);
+  return report_once(f, std::move(report), opts, out);
 }
 
 void check_devices(const Backend& b, const EngineClientConfig& cfg) {
@@ -308,9 +314,15 @@ int run_serve(const ServeArgs& a) {
   cfg.accept_wait_s = a.accept_wait;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Buffer> region;
+  if (a.mem == "device" || a.huge) backend = engine_backend(a.backend);
+  if (a.huge) {
+    if (const Support s = backend->use_huge_pages(); !s.ok)
+      throw UsageError("--host-mem huge: " + s.reason);
+  }
   if (a.mem == "device") {
-    backend = engine_backend(a.backend);
     region = engine_server_region(*backend, a.device, cfg.size, "--device", cfg);
+  } else if (a.huge) {
+    region = engine_huge_region(*backend, cfg);
   }
   cfg.token = engine::load_token(a.token_file);
   if (cfg.token.empty()) {
@@ -405,6 +417,8 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
     if (!rt.root()) return;
     if (server_on_device(cfg.mode))
       region = engine_server_region(*r.backend, a.server_device, sc.size, "--server-device", sc);
+    else if (cfg.huge_pages && r.backend->use_huge_pages().ok)  // else the records say why
+      region = engine_huge_region(*r.backend, sc);
     sc.token = engine::make_token();
     sc.on_listening = [&](int p) { port.set_value(p); };
     auto ready = port.get_future();
@@ -461,7 +475,9 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
   }
   Params summary = std::move(run.summary);
   summary.emplace_back("clients", static_cast<std::int64_t>(rt.size()));
-  return r.report(f, {"engine", {}, params_of(a, cfg), std::move(out), std::move(summary)}, a.run);
+  Report report{"engine", {}, params_of(a, cfg), std::move(out), std::move(summary)};
+  note_host_pages(*r.backend, report);
+  return r.report(f, std::move(report), a.run);
 }
 
 class EngineFamily final : public Family {
@@ -553,6 +569,7 @@ class EngineFamily final : public Family {
         ->default_str("0");
     serve_app_->add_option("--backend", serve_.backend, "whose device memory (auto: host)")
         ->default_str("auto");
+    add_huge_pages_option(*serve_app_, serve_.huge);
     client_app_ =
         app.add_subcommand("client", "read/write the server's region and report throughput");
     add_client_options(*client_app_, client_, true);

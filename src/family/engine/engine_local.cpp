@@ -219,9 +219,11 @@ std::unique_ptr<EngineLocal> make_engine_local(engine::Worker& w, Backend& be, c
     case EngineLane::staged:
       return std::make_unique<Staged>(w, be, p, seg, cfg);
     default:
-      return std::make_unique<Direct>(
-          w, p.client_device ? be.allocate(MemKind::device, p.device, p.length) : nullptr, be, p,
-          seg, cfg);
+      return std::make_unique<Direct>(w,
+                                      p.client_device  ? be.allocate(MemKind::device, p.device, p.length)
+                                      : cfg.huge_pages ? be.allocate(MemKind::pageable, -1, p.length)
+                                                       : nullptr,
+                                      be, p, seg, cfg);
   }
 }
 

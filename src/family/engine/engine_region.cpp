@@ -77,6 +77,13 @@ std::unique_ptr<Buffer> engine_server_region(Backend& b, int device, Bytes size,
   return region;
 }
 
+std::unique_ptr<Buffer> engine_huge_region(Backend& b, engine::ServerConfig& sc) {
+  auto region = b.allocate(MemKind::pageable, -1, sc.size);
+  sc.memory = static_cast<std::byte*>(region->data());
+  sc.kind_note = "host memory on huge pages";
+  return region;
+}
+
 std::string engine_device_note(const Backend& b, int device) {
   return fmt::format("device memory of {} device {} ({})", b.name(), device,
                      b.devices()[static_cast<std::size_t>(device)].name);
@@ -90,6 +97,8 @@ EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device
   std::unique_ptr<Buffer> region;
   if (server_on_device(cfg.mode)) {
     region = engine_server_region(be, server_device, sc.size, "--server-device", sc);
+  } else if (cfg.huge_pages && be.use_huge_pages().ok) {  // else the client's records say why
+    region = engine_huge_region(be, sc);
   }
   sc.token = engine::make_token();
   sc.accept_wait_s = 30;
