@@ -9,7 +9,7 @@ fail() { echo "FAIL [$scenario]: $*"; for f in "$tmp"/*.log; do echo "--- $f"; c
 serve() {  # serve ARGS...: a server in the background, token in $tmp/tok
   "$xb" engine serve --listen 127.0.0.1:$port --token-file "$tmp/tok" "$@" 2>"$tmp/server.log" &
   server=$!
-  for _ in $(seq 100); do [ -s "$tmp/tok" ] && grep -q listening "$tmp/server.log" && return; sleep 0.1; done
+  for _ in $(seq 300); do [ -s "$tmp/tok" ] && grep -q listening "$tmp/server.log" && return; sleep 0.1; done
   fail "server did not start"
 }
 client() {  # client NAME ARGS...: runs a client, JSON to $tmp/NAME.json
