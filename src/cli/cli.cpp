@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <xferbench/version.hpp>
 
 #include "core/error.hpp"
@@ -26,11 +27,28 @@ constexpr const char* kFooter = R"(Examples:
   mpiexec -n 3 xferbench kv            KV-cache block get/put among ranks
   mpiexec -n 2 xferbench gemm-ar       fused GEMM + AllReduce, overlap of compute and communication
   xferbench plot a.json -o a.png       charts; `report` for an HTML page, `compare` for a CI gate
+  xferbench coll --fields              what each field of a command's records means
 
 Ranks watch each other: one whose peer died, or sent nothing for XFERBENCH_PEER_TIMEOUT
 seconds (default 30, 0: no watch), ends with an error naming that peer.
 
 Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage.)";
+
+// `<family> --fields`, thrown while parsing (as --help is), so a family's
+// required options and subcommands need not be given to ask.
+struct FieldsAsked {
+  const Family* family;
+};
+
+// On the family's subcommand and its own (engine client --fields).
+void add_fields_flag(CLI::App& sub, const Family& f) {
+  sub.add_flag_callback(
+         "--fields", [&f] { throw FieldsAsked{&f}; },
+         "print the fields of this command's records (type, role, meaning) and exit")
+      ->trigger_on_parse();
+  for (CLI::App* nested : sub.get_subcommands([](CLI::App*) { return true; }))
+    add_fields_flag(*nested, f);
+}
 
 }  // namespace
 
@@ -44,6 +62,7 @@ int run(int argc, char** argv) {
   for (const auto& f : families) {
     CLI::App* sub = app.add_subcommand(f->name(), f->summary());
     f->add_options(*sub);
+    add_fields_flag(*sub, *f);
     cmds.push_back({sub, [&f, argc, argv] { return f->run({argc, argv}); }});
   }
   for (auto add : {add_plot, add_report}) cmds.push_back(add(app));
@@ -66,6 +85,9 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const FieldsAsked& asked) {
+    std::fputs(format_fields(asked.family->schema()).c_str(), stdout);
+    return 0;
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     if (msg.empty()) msg = "invalid command line";

@@ -1,6 +1,7 @@
 #pragma once
-// The command line: the root app, the families (each its own subcommand) and
-// the commands that work on results (list, topo, plot, report, compare).
+// The command line: the root app, the families (each its own subcommand,
+// with --fields) and the commands that are not families: list and topo
+// about the machine, plot, report and compare on result files.
 #include <functional>
 
 #include "family/family.hpp"

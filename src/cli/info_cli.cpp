@@ -19,8 +19,10 @@ std::vector<std::string> device_names(const Backend& b) {
 
 Command add_list(CLI::App& root, const Families& families) {
   auto opts = std::make_shared<RunOptions>();
-  CLI::App* app =
-      root.add_subcommand("list", "backends, devices and benchmarks, and why something cannot run");
+  CLI::App* app = root.add_subcommand(
+      "list",
+      "backends, devices and benchmarks, and why something cannot run (--format json: "
+      "each command's record fields too)");
   add_output_options(*app, *opts);
   return {app, [opts, &families] {
             auto backend = make_backend(opts->backend);
@@ -28,6 +30,7 @@ Command add_list(CLI::App& root, const Families& families) {
             Registry registry;
             for (const auto& f : families) f->cases(registry);
             ListView view;
+            for (const auto& f : families) view.schemas.push_back(f->schema());
             for (const auto& b : probe_backends())
               view.backends.push_back({b.name, b.available, b.reason});
             view.selected = backend->name();

@@ -1,6 +1,10 @@
 #pragma once
-// Typed errors. Nothing below main() exits: code throws one of these and
-// main() maps it to an exit code (UsageError -> 2, everything else -> 1).
+// Typed errors. Code throws one of these and main() maps it to an exit code
+// (UsageError -> 2, everything else -> 1; core/journal.hpp's Interrupted ->
+// 128 + signal). Three paths end the process without unwinding, on purpose:
+// the liveness watch when a peer rank is lost (runtime/liveness.cpp), the
+// watchdog of an MPI_Finalize that hangs (runtime/mpi_runtime.cpp), and a
+// second SIGINT/SIGTERM (core/journal.cpp).
 #include <stdexcept>
 #include <string>
 

@@ -25,9 +25,10 @@ using FieldValue = std::variant<std::int64_t, double, std::string, bool, std::ve
                                 std::vector<double>>;
 using Field = std::pair<std::string, FieldValue>;
 
-// The typed name of a family field: families declare theirs once
-// (`inline constexpr FieldKey<double> kBusbw{"busbw"}`) and read and write
-// records only through them, so a field has one name and one type.
+// The typed name of a family field: a family declares its keys once, in a
+// namespace of its own (coll_bench.hpp: `coll_field::busbw`, a
+// `FieldKey<double>{"busbw"}`), declares each in its schema, and reads and
+// writes records only through them, so a field has one name and one type.
 template <class T>
 struct FieldKey {
   static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, double> ||

@@ -2,7 +2,8 @@
 // A family's record schema: the fields it adds to its records, each with its
 // type, role and meaning. `compare` matches records by the key fields,
 // `--min-bw` and `compare` judge the headline metric. The JSON and CSV
-// writers write each record's fields in the order the family set them.
+// writers write each record's fields in the order the family set them;
+// `xferbench <family> --fields` and `list --format json` print the schema.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,11 @@ enum class FieldRole {
   info,    // anything else: a count, a verdict
 };
 enum class FieldType { int64, number, text, boolean, list };  // list: of numbers
+// "key", "metric", "info"; "int64", "number", "text", "boolean", "list".
+const char* to_string(FieldRole r);
+const char* to_string(FieldType t);
+// The type of a field's value as a record holds it.
+FieldType field_type_of(const FieldValue& v);
 
 struct FieldSpec {
   std::string name;
@@ -67,5 +73,16 @@ class RecordSchema {
   std::vector<FieldSpec> fields_;
   std::string headline_{kGbps};
 };
+
+// The fields the run adds to any family's records: a run repeated with
+// --duration or --cycles stamps each with its cycle and the wall clock at its
+// end (core/journal.hpp).
+const std::vector<FieldSpec>& run_fields();
+
+// The fields `r` carries that neither `schema` nor run_fields() declares
+// with that type, in the record's order. A field left out of the schema is
+// invisible to `compare` and `--fields`: a non-empty answer is a bug in the
+// family.
+std::vector<std::string> undeclared_fields(const RecordSchema& schema, const Record& r);
 
 }  // namespace xb

@@ -20,8 +20,9 @@ struct SweepSpec {
 };
 
 // Expands the spec into sizes, ascending, MAX included when reached exactly.
-// Throws UsageError for MIN > MAX, factor <= 1, both factor and step, or a
-// sweep of more than 100000 sizes.
+// Throws UsageError for a zero MIN or MAX, MIN > MAX, both factor and step,
+// factor <= 1, MAX above 2^62 B, or more than 100000 steps (counted before
+// rounding: a factor just above 1 repeats one size for many steps).
 std::vector<Bytes> expand_sweep(const SweepSpec& spec);
 
 // Told before each step of a long sweep (done < total) and once at the end

@@ -1,10 +1,12 @@
 #pragma once
 // A plain description of the machine (hwloc's view on the host backend),
-// for `xferbench topo`. Values only: backends fill it, reporters format it.
+// for `xferbench topo`, and what `list` shows. Values only: backends and the
+// families fill them, reporters format them.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/schema.hpp"
 #include "core/units.hpp"
 
 namespace xb {
@@ -72,6 +74,7 @@ struct ListView {
   std::string selected;
   std::vector<std::string> device_names;
   std::vector<BenchLine> benchmarks;
+  std::vector<RecordSchema> schemas;  // each family's record fields (JSON only)
 };
 
 }  // namespace xb

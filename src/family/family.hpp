@@ -1,5 +1,5 @@
 #pragma once
-// A benchmark family (copy, remote, coll, engine, kv, fleet, gemm-ar, doctor) as one object:
+// A benchmark family (copy, coll, doctor, ...: cli/families.cpp lists them) as one object:
 // its subcommand and options, what runs when it is chosen, the schema of the
 // records it emits, the cases `list` shows, and its table. Each family lives
 // in its own folder under family/ and is registered once, in

@@ -264,10 +264,6 @@ bool is_jsonl_file(const std::string& path) {
   return is_jsonl_head(first);
 }
 
-std::string parse_result_text(const std::string& text, const std::string& name) {
-  return parse(text, name).dump();
-}
-
 double parse_threshold(const std::string& text) {
   std::string t = text;
   const bool pct = !t.empty() && t.back() == '%';

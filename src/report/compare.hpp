@@ -30,8 +30,6 @@ struct Comparison {
 std::string load_result_text(const std::string& path);
 // Whether the file is --format jsonl (its first line a jsonl head).
 bool is_jsonl_file(const std::string& path);
-// The same for a document already in memory; `name` names it in errors.
-std::string parse_result_text(const std::string& text, const std::string& name);
 
 // The schema of a command's records, or nullptr for a command this build
 // does not know (its records then match on the common fields only).

@@ -1,5 +1,6 @@
 // `topo` and `list` output: tables for people, JSON for tools.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -92,7 +93,41 @@ std::string topo_table(const TopoView& t) {
   return out;
 }
 
+ojson fields_json(const std::vector<FieldSpec>& specs) {
+  ojson fields = ojson::array();
+  for (const auto& f : specs)
+    fields.push_back({{"name", f.name},
+                      {"type", to_string(f.type)},
+                      {"role", to_string(f.role)},
+                      {"help", f.help}});
+  return fields;
+}
+
+std::string fields_rows(const std::vector<FieldSpec>& specs, std::size_t width) {
+  std::string out;
+  for (const auto& f : specs)
+    out += fmt::format("  {:<{}}  {:<7}  {:<6}  {}\n", f.name, width, to_string(f.type),
+                       to_string(f.role), f.help);
+  return out;
+}
+
 }  // namespace
+
+std::string format_fields(const RecordSchema& s) {
+  std::size_t width = 5;
+  for (const auto* specs : {&s.fields(), &run_fields()})
+    for (const auto& f : *specs) width = std::max(width, f.name.size());
+  std::string out = fmt::format("Fields of {} records, after the ones every record has:\n  {}\n\n",
+                                s.family(), fmt::join(kCommonFields, ", "));
+  out += fmt::format("  {:<{}}  {:<7}  {:<6}  {}\n", "field", width, "type", "role", "meaning");
+  out += s.fields().empty() ? "  (none)\n" : fields_rows(s.fields(), width);
+  out += "\nAdded by the run to any command's records:\n" + fields_rows(run_fields(), width);
+  out += fmt::format(
+      "\nkey: part of a record's identity for compare; metric: a measured figure.\n"
+      "compare and --min-bw judge {}.\n",
+      s.headline_name() == RecordSchema::kGbps ? "the median GB/s (gbps)" : s.headline_name());
+  return out;
+}
 
 std::string format_topo(const TopoView& t, const EnvInfo& env, Format f) {
   if (f != Format::table && f != Format::json)
@@ -119,6 +154,14 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
     doc["selected"] = l.selected;
     doc["devices"] = l.device_names;
     doc["benchmarks"] = benches;
+    doc["common_fields"] = kCommonFields;
+    doc["run_fields"] = fields_json(run_fields());
+    ojson families = ojson::array();
+    for (const auto& s : l.schemas)
+      families.push_back({{"name", s.family()},
+                          {"headline", s.headline_name()},
+                          {"fields", fields_json(s.fields())}});
+    doc["families"] = families;
     return doc.dump(2) + "\n";
   }
   std::string out = "Backends\n";

@@ -1,10 +1,13 @@
 #pragma once
-// Reporters: Records -> table (fmt) | JSON (nlohmann) | CSV. They only
-// format; nothing here measures or decides.
+// Reporters: Records -> JSON, jsonl (nlohmann) or CSV; the table and prom
+// are the family's (family/family.hpp). They only format; nothing here
+// measures or decides.
+#include <array>
 #include <string>
 #include <vector>
 
 #include "core/record.hpp"
+#include "core/schema.hpp"
 #include "core/topology.hpp"
 
 namespace xb {
@@ -26,7 +29,7 @@ struct Report {
   Params summary;  // run-level conclusions (crossover, counter rate); may be empty
 };
 
-// JSON or CSV. The table is the family's (family/family.hpp: render).
+// JSON, CSV or jsonl. The table and prom are the family's (family/family.hpp: render).
 std::string format_report(const Report& r, Format f);
 std::string format_json(const Report& r);
 std::string format_csv(const Report& r);
@@ -35,6 +38,16 @@ std::string format_jsonl(const Report& r);
 std::string jsonl_head(const Report& r);
 std::string jsonl_record(const Record& r);
 std::string jsonl_summary(const Report& r);
+
+// The fields every record has before its family's, in the order the JSON
+// writer puts them (a unit test holds the two together).
+inline constexpr std::array<const char*, 11> kCommonFields = {
+    "case",   "method", "src",      "dst",     "bytes", "iters",
+    "status", "reason", "verified", "time_us", "gbps"};
+
+// `xferbench <family> --fields`: each field of the family's records with its
+// type, role and meaning, and the headline metric.
+std::string format_fields(const RecordSchema& s);
 
 std::string format_topo(const TopoView& t, const EnvInfo& env, Format f);
 std::string format_list(const ListView& l, const EnvInfo& env, Format f);

@@ -4,7 +4,8 @@
 # exactly one line on stderr and nothing that looks like a crash.
 set -u
 want_rc=$1; pattern=$2; shift 2
-cmd="$*"
+# The command as it can be pasted back: each argument shell-quoted.
+cmd=$(printf '%q ' "$@"); cmd=${cmd% }
 out=$(mktemp); err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 timeout 100 "$@" >"$out" 2>"$err"
