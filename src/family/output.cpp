@@ -1,6 +1,7 @@
 #include "family/output.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
+#include "core/schema.hpp"
 #include "core/sysinfo.hpp"
 #include "runtime/liveness.hpp"
 #include "runtime/runtime.hpp"
@@ -183,6 +185,18 @@ Progress progress_for(const RunOptions& opts) {
 }
 
 int finish(const Report& report, const RunOptions& opts, const RecordSchema& schema) {
+  // A field the schema lacks is a bug in the family (compare and --fields
+  // cannot see it): said once, after the results are written, never fatal,
+  // so a developer's slip does not cost a user's run. On CPU-only CI the
+  // device-only fields are never written, so the check runs for users too.
+  for (const Record& rec : report.results)
+    if (const auto u = undeclared_fields(schema, rec); !u.empty()) {
+      std::fprintf(stderr,
+                   "xferbench: internal: %s records carry fields its schema does not declare: %s "
+                   "(the results are written; please report it)\n",
+                   schema.family().c_str(), fmt::format("{}", fmt::join(u, ", ")).c_str());
+      break;
+    }
   const int rc = exit_code(report);
   if (opts.min_bw <= 0) return rc;
   int below = 0;

@@ -262,7 +262,7 @@ class FleetFamily final : public Family {
         .add(doctor_field::measured, FieldRole::metric, "the figure judged, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what it is held against; 0: none")
         .add(doctor_field::ratio, FieldRole::metric, "measured / expected")
-        .add(doctor_field::unit, FieldRole::info, "GB/s, us, hosts")
+        .add(doctor_field::unit, FieldRole::info, "GB/s, us, hosts; census rows: checks, or the unit of the host's worst doctor finding")
         .add(doctor_field::why, FieldRole::info, "one sentence: why, and where to look");
   }
   std::string name() const override { return "fleet"; }

@@ -27,11 +27,15 @@ class GemmArFamily final : public Family {
         .add(waves, FieldRole::info, "tiles per compute worker, rounded up")
         .add(window_bytes, FieldRole::info, "symmetric window per rank, bytes");
     for (auto k : {compute_us, comm_us, library_allreduce_us, sequential_us, pipelined_us,
-                   compute_done_us, time_saved_us, ideal_us, compute_alone_us, comm_alone_us,
-                   compute_both_us, comm_both_us})
+                   compute_done_us, compute_alone_us, comm_alone_us, compute_both_us,
+                   comm_both_us})
       schema_.add(k, FieldRole::metric, "median over the timed iterations, us");
+    schema_.add(time_saved_us, FieldRole::metric, "sequential_us - pipelined_us, us")
+        .add(ideal_us, FieldRole::metric,
+             "max(compute, comm) + min(compute, comm) / waves: the pipelined ideal, us");
     schema_.add(speedup, FieldRole::metric, "sequential / pipelined")
         .add(overlap_eff, FieldRole::metric, "(compute + comm - pipelined) / min(compute, comm)")
+        .add(overlap_note, FieldRole::info, "what overlap_eff says, or why it gives no figure")
         .add(ideal_ratio, FieldRole::metric, "ideal pipelined time / pipelined time")
         .add(gflops, FieldRole::metric, "GEMM GFLOP/s per rank, compute-only")
         .add(comm_gbps, FieldRole::metric, "M x N x 4 bytes / comm-only time, GB/s")
