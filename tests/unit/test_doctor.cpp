@@ -49,6 +49,9 @@ TEST(DoctorLinks, NvlinkRatesAndCounts) {
   EXPECT_DOUBLE_EQ(nvlink_link_gbps(8, 6) * 4 * 2, 112.5);  // RTX 3090 bridge
   EXPECT_EQ(nvlink_link_gbps(8, 9), 0);   // Ada: no NVLink
   EXPECT_EQ(nvlink_link_gbps(7, 5), 0);   // Turing (bridges not modelled)
+  // Xavier (7.2) has no NVLink, yet gets V100's rate: only read for a pair
+  // NVML counts NVLinks on, which an SoC never has (doctor_checks.cpp says so).
+  EXPECT_EQ(nvlink_link_gbps(7, 2), 25);
   EXPECT_EQ(nvlink_link_gbps(12, 0), 0);  // consumer Blackwell
   EXPECT_EQ(nvlink_count("NV4 (NVLink x4)"), 4);
   EXPECT_FALSE(nvlink_count("NVLink (NVML P2P status; link count unknown)"));
