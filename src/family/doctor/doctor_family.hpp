@@ -30,6 +30,12 @@ inline constexpr FieldKey<std::string> why{"why"};
 // a FAIL is a failed record (its why the reason), so exit codes follow.
 Record finding_record(const Finding& f, Bytes size);
 
+// doctor's outputs from its records (doctor_table.cpp): the verdict table,
+// its note, and the Prometheus text.
+std::string doctor_tables(const Report& r);
+std::string doctor_table_note(const Report& r);
+std::string doctor_prometheus(const Report& r);
+
 // doctor's local checks at the --quick depth (copies of every device and
 // direction, links, NUMA, devices and pairs; no ranks, no engine), for
 // fleet's census: every host judges itself the way `doctor --quick` does.
