@@ -28,11 +28,11 @@ struct Finding {
         expected(expected_),
         unit(std::move(unit_)),
         why(std::move(why_)) {}
-  std::string check;  // "bandwidth", "link", "direction", "devices", "pairs", "noise", ...
+  std::string check;  // a check's name (doctor_registry.cpp), "remote", "allreduce", ...
   std::string where;  // "h2d device 1 dma"
   Verdict verdict = Verdict::none;
   double measured = 0, expected = 0;  // expected 0: none (why says so)
-  std::string unit;                   // "GB/s", "us", "GT/s x lanes"
+  std::string unit;                   // "GB/s", "GB/s raw", "us", "% CV", "s held"
   std::string why;
   std::optional<double> paired_ratio;  // judged on rounds: the median of measured_i / expected_i
   double ratio() const {
