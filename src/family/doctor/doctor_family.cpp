@@ -19,10 +19,36 @@
 namespace xb {
 namespace {
 
+// --help's footer, around the list of checks (doctor_registry.cpp).
+constexpr const char* kAbout =
+    R"(Measures h2d, d2h and d2d per device with both methods, the p2p matrix, a 4 KiB
+latency and the engine on loopback, then holds each figure against what its
+link should give: PCIe generation x width (sysfs), device memory clock x bus
+width, NVLink count x per-link rate (NVML), the host's memcpy on all cores;
+compares directions, devices and pairs of one link class; flags noisy
+measurements and clocks held down by power or thermal limits (NVML). Exit 1
+when a check fails.
+Checks, in the order they run and report (--checks):
+)";
+constexpr const char* kOnABusyNode =
+    R"(On a busy node: every comparison is measured in interleaved rounds and
+judged on the ratio of each round; a verdict noise could change gets more
+rounds (up to 3x the first ones' time, --quick 2x), then is at most WARN
+("could not judge"), and a FAIL is measured again and must fail again.
+Examples:
+  xferbench doctor
+  xferbench doctor --quick --format json -o doctor.json
+  xferbench doctor --quick -q --format prom -o /var/lib/node_exporter/textfile/xferbench.prom
+  xferbench doctor --backend cuda --checks bandwidth,link,direction
+  xferbench doctor --ranks 2        # also remote get and an allreduce across 2 ranks
+  xferbench doctor --checks engine --engine-server 10.0.0.2:20000 --nic eth0,eth1 --token-file tok)";
+
 class DoctorFamily final : public Family {
  public:
   DoctorFamily() {
-    schema_.add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or - (nothing to hold it against)")
+    schema_
+        .add(doctor_field::verdict, FieldRole::info,
+             "PASS, WARN, FAIL, or - (nothing to hold it against)")
         .add(doctor_field::measured, FieldRole::metric, "the measured figure, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what the link should give; 0: none")
         .add(doctor_field::ratio, FieldRole::metric, "measured / expected")
@@ -45,8 +71,10 @@ class DoctorFamily final : public Family {
   std::string prometheus(const Report& r) const override { return doctor_prometheus(r); }
 
   void add_options(CLI::App& app) override {
-    auto* q = app.add_flag("--quick", quick_, "a short suite (16 MiB, 5 rounds and more while noisy: seconds)");
-    auto* f = app.add_flag("--full", full_, "a long suite (256 MiB, 10 rounds and more while noisy)");
+    auto* q = app.add_flag("--quick", quick_,
+                           "a short suite (16 MiB, 5 rounds and more while noisy: seconds)");
+    auto* f =
+        app.add_flag("--full", full_, "a long suite (256 MiB, 10 rounds and more while noisy)");
     q->excludes(f);
     app.add_option("--checks", checks_,
                    fmt::format("comma list of checks to run (default all): {}",
@@ -66,25 +94,7 @@ class DoctorFamily final : public Family {
     which.ranks = true;
     which.prom = true;
     add_run_options(app, run_, which);
-    app.footer(std::string(R"(Measures h2d, d2h and d2d per device with both methods, the p2p matrix, a 4 KiB
-latency and the engine on loopback, then holds each figure against what its
-link should give: PCIe generation x width (sysfs), device memory clock x bus
-width, NVLink count x per-link rate (NVML), the host's memcpy on all cores;
-compares directions, devices and pairs of one link class; flags noisy
-measurements and clocks held down by power or thermal limits (NVML). Exit 1
-when a check fails.
-Checks, in the order they run and report (--checks):
-)") + doctor::checks_help() + R"(On a busy node: every comparison is measured in interleaved rounds and
-judged on the ratio of each round; a verdict noise could change gets more
-rounds (up to 3x the first ones' time, --quick 2x), then is at most WARN
-("could not judge"), and a FAIL is measured again and must fail again.
-Examples:
-  xferbench doctor
-  xferbench doctor --quick --format json -o doctor.json
-  xferbench doctor --quick -q --format prom -o /var/lib/node_exporter/textfile/xferbench.prom
-  xferbench doctor --backend cuda --checks bandwidth,link,direction
-  xferbench doctor --ranks 2        # also remote get and an allreduce across 2 ranks
-  xferbench doctor --checks engine --engine-server 10.0.0.2:20000 --nic eth0,eth1 --token-file tok)");
+    app.footer(kAbout + doctor::checks_help() + kOnABusyNode);
   }
 
   int run(const Invocation&) override {
@@ -106,7 +116,8 @@ Examples:
       findings.push_back({"ranks", "-", Verdict::none, 0, 0, "",
                           "remote get and allreduce not run: give --ranks N (N >= 2)"});
     }
-    Report report{"doctor", env_of(be),
+    Report report{"doctor",
+                  env_of(be),
                   {{"depth", plan.depth},
                    {"size", static_cast<std::int64_t>(plan.size)},
                    {"iters", std::int64_t{plan.iters}},
@@ -150,7 +161,8 @@ Examples:
       }
     target.token = engine::load_token(engine_token_file_);
     if (target.token.empty())
-      throw UsageError("--engine-server: give the servers' token (--token-file or XFERBENCH_TOKEN)");
+      throw UsageError(
+          "--engine-server: give the servers' token (--token-file or XFERBENCH_TOKEN)");
     return target;
   }
 
@@ -182,6 +194,5 @@ Record finding_record(const Finding& f, Bytes size) {
   r.set(doctor_field::why, f.why);
   return r;
 }
-
 
 }  // namespace xb
