@@ -1,18 +1,26 @@
-// doctor's judgement (pure) and the host backend's throttle knob.
+// doctor's judgement (pure), its table of checks, a small run on the host
+// backend, and the host backend's throttle knob.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
 #include "backend/common/nvlink.hpp"
 #include "backend/host/throttle.hpp"
+#include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
 #include "family/doctor/doctor_checks.hpp"
+#include "family/doctor/doctor_context.hpp"
 #include "family/doctor/doctor_rounds.hpp"
+#include "family/doctor/doctor_run.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
 namespace xb {
 
@@ -49,6 +57,9 @@ TEST(DoctorLinks, NvlinkRatesAndCounts) {
   EXPECT_DOUBLE_EQ(nvlink_link_gbps(8, 6) * 4 * 2, 112.5);  // RTX 3090 bridge
   EXPECT_EQ(nvlink_link_gbps(8, 9), 0);   // Ada: no NVLink
   EXPECT_EQ(nvlink_link_gbps(7, 5), 0);   // Turing (bridges not modelled)
+  // Xavier (7.2) has no NVLink, yet gets V100's rate: only read for a pair
+  // NVML counts NVLinks on, which an SoC never has (doctor_checks.cpp says so).
+  EXPECT_EQ(nvlink_link_gbps(7, 2), 25);
   EXPECT_EQ(nvlink_link_gbps(12, 0), 0);  // consumer Blackwell
   EXPECT_EQ(nvlink_count("NV4 (NVLink x4)"), 4);
   EXPECT_FALSE(nvlink_count("NVLink (NVML P2P status; link count unknown)"));
@@ -433,6 +444,83 @@ TEST(DoctorEngineLanes, NicLineRateFromSysfs) {
   EXPECT_EQ(nic_line_gbps("veth9", root), 0);  // an unknown speed
   EXPECT_EQ(nic_line_gbps("nope", root), 0);
   EXPECT_EQ(nic_line_gbps("../x", root), 0);
+}
+
+// The registry is the one list of checks: --checks, its help and the
+// order of the rows come from it.
+TEST(DoctorRegistry, EveryCheckOnceInItsOrder) {
+  const std::vector<std::string> order = {"bandwidth", "link",    "direction", "duplex",
+                                          "numa",      "devices", "pairs",     "latency",
+                                          "engine",    "noise",   "clocks"};
+  EXPECT_EQ(doctor::check_names(), order);
+  const auto checks = doctor::make_checks();
+  ASSERT_EQ(checks.size(), order.size());
+  const std::string help = doctor::checks_help();
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    EXPECT_EQ(checks[i]->name(), order[i]);
+    EXPECT_FALSE(checks[i]->what().empty()) << order[i];
+    EXPECT_NE(help.find("  " + order[i] + " "), std::string::npos) << help;
+  }
+  std::size_t at = 0;  // --help's lines fit a terminal
+  for (std::size_t nl; (nl = help.find('\n', at)) != std::string::npos; at = nl + 1)
+    EXPECT_LE(nl - at, 80U) << help.substr(at, nl - at);
+  for (const auto& line : {std::string("  bandwidth  each copy path"),
+                           std::string("  link       each device's PCIe link")})
+    EXPECT_NE(help.find(line), std::string::npos) << help;
+}
+
+// What each check asks of the probes: the run builds only the union of the
+// checks asked (the link, latency, engine and clocks checks measure alone).
+TEST(DoctorRegistry, TheProbesEachCheckReads) {
+  std::map<std::string, std::string> needs;
+  for (const auto& c : doctor::make_checks()) {
+    const doctor::ProbeNeeds n = c->needs();
+    needs[c->name()] = fmt::format("{}{}{}{}", n.copies ? "c" : "-", n.p2p ? "p" : "-",
+                                   n.duplex ? "d" : "-", n.near ? "n" : "-");
+  }
+  const std::map<std::string, std::string> expected = {
+      {"bandwidth", "cp--"}, {"link", "----"},    {"direction", "c---"}, {"duplex", "c-d-"},
+      {"numa", "c--n"},      {"devices", "c---"}, {"pairs", "-p--"},     {"latency", "----"},
+      {"engine", "----"},    {"noise", "cp--"},   {"clocks", "----"}};
+  EXPECT_EQ(needs, expected);
+}
+
+namespace {
+struct EnvDevices {
+  explicit EnvDevices(const char* n) { setenv("XFERBENCH_HOST_DEVICES", n, 1); }
+  ~EnvDevices() { unsetenv("XFERBENCH_HOST_DEVICES"); }
+};
+}  // namespace
+
+// A small run on two host devices: only the checks asked run, and the rows
+// come check by check in the registry's order whatever order they were
+// asked in; a check's own rows come before its comparisons.
+TEST(DoctorRun, RowsComeCheckByCheckInTheRegistrysOrder) {
+  EnvDevices env("2");
+  auto be = make_backend("host");
+  doctor::Plan plan;
+  plan.size = 1ULL << 20;
+  plan.iters = 3;
+  plan.warmup = 1;
+  plan.budget_factor = 1;
+  plan.budget_floor_s = 0.2;
+  const doctor::Outcome out = doctor::run(*be, plan, {"pairs", "devices", "link"}, {});
+  std::vector<std::string> checks;
+  for (const Finding& f : out.findings)
+    if (checks.empty() || checks.back() != f.check) checks.push_back(f.check);
+  EXPECT_EQ(checks, (std::vector<std::string>{"link", "devices", "pairs"}));
+  EXPECT_GT(out.reference, 0);
+  EXPECT_GE(out.rounds, plan.iters);
+  std::size_t link_rows = 0, device_rows = 0;
+  for (const Finding& f : out.findings) {
+    link_rows += f.check == "link";
+    device_rows += f.check == "devices";
+    if (f.check == "link") {
+      EXPECT_EQ(f.why, "no PCIe link: the host backend's devices are NUMA nodes");
+    }
+  }
+  EXPECT_EQ(link_rows, 2U);  // one per device
+  EXPECT_GE(device_rows, 6U);  // h2d, d2h, d2d of each device, per method
 }
 
 }  // namespace xb

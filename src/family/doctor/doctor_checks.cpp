@@ -64,7 +64,10 @@ double nvlink_link_gbps(int major, int minor) {
     case 6:
       return minor == 0 ? 20 : 0;
     case 7:
-      return minor == 0 || minor == 2 ? 25 : 0;  // V100; Xavier 7.2 has none (7.5: Turing)
+      // V100 (7.0). 7.2 (Xavier, an SoC) gets 25 too though it has no NVLink:
+      // harmless, as the rate is asked only for a pair NVML counts NVLinks on.
+      // 7.5 (Turing): bridges not modelled.
+      return minor == 0 || minor == 2 ? 25 : 0;
     case 8:
       return minor == 0 ? 25 : minor == 6 ? 14.0625 : 0;  // A100; GA102 bridges; 8.7/8.9 none
     case 9:

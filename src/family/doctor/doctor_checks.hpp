@@ -28,11 +28,11 @@ struct Finding {
         expected(expected_),
         unit(std::move(unit_)),
         why(std::move(why_)) {}
-  std::string check;  // "bandwidth", "link", "direction", "devices", "pairs", "noise", ...
+  std::string check;  // a check's name (doctor_registry.cpp), "remote", "allreduce", ...
   std::string where;  // "h2d device 1 dma"
   Verdict verdict = Verdict::none;
   double measured = 0, expected = 0;  // expected 0: none (why says so)
-  std::string unit;                   // "GB/s", "us", "GT/s x lanes"
+  std::string unit;                   // "GB/s", "GB/s raw", "us", "% CV", "s held"
   std::string why;
   std::optional<double> paired_ratio;  // judged on rounds: the median of measured_i / expected_i
   double ratio() const {
@@ -71,7 +71,8 @@ inline constexpr double kNvlinkEfficiency = 0.80;
 // capability; NVIDIA's datasheets): Pascal 6.0 (NVLink 1) 20, Volta 7.0 and
 // Ampere 8.0 (NVLink 2, 3) 25, Ampere 8.6 (NVLink 3 bridge: 4 links, 112.5
 // GB/s both directions together) 14.0625, Hopper 9.0 (NVLink 4) 25, Blackwell 10.x
-// (NVLink 5) 50; 0 for an architecture without NVLink or not known here.
+// (NVLink 5) 50; 0 for an architecture without NVLink or not known here,
+// except Xavier 7.2, which gets Volta's 25 (never read: it has no NVLink).
 double nvlink_link_gbps(int arch_major, int arch_minor);
 // The NVLink count a link description starts with ("NV18 (NVLink x18 via
 // NVSwitch)" -> 18); nullopt for PCIe paths and "NVLink" without a count.

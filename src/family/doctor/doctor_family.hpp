@@ -30,8 +30,15 @@ inline constexpr FieldKey<std::string> why{"why"};
 // a FAIL is a failed record (its why the reason), so exit codes follow.
 Record finding_record(const Finding& f, Bytes size);
 
+// doctor's outputs from its records (doctor_table.cpp): the verdict table,
+// its note, and the Prometheus text.
+std::string doctor_tables(const Report& r);
+std::string doctor_table_note(const Report& r);
+std::string doctor_prometheus(const Report& r);
+
 // doctor's local checks at the --quick depth (copies of every device and
-// direction, links, NUMA, devices and pairs; no ranks, no engine), for
+// direction, both directions at once, links, NUMA, devices and pairs; no
+// latency, engine, noise, clocks or ranks), for
 // fleet's census: every host judges itself the way `doctor --quick` does.
 std::vector<Finding> doctor_census(Backend& backend, const Progress& progress);
 
