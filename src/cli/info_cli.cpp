@@ -4,7 +4,8 @@
 #include "backend/host/host_topology.hpp"
 #include "backend/select/select.hpp"
 #include "cli/cli.hpp"
-#include "family/run.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
 
 namespace xb::cli {
 namespace {

@@ -18,7 +18,10 @@
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/timer.hpp"
-#include "family/run.hpp"
+#include "family/backend_choice.hpp"
+#include "family/cycles.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
 #include "report/table_kit.hpp"
 
 namespace xb {

@@ -7,7 +7,7 @@
 
 #include "family/doctor/doctor_context.hpp"
 #include "family/engine/engine_bench.hpp"
-#include "family/run.hpp"
+#include "backend/select/select.hpp"
 
 namespace xb::doctor {
 namespace {

@@ -14,7 +14,10 @@
 #include "family/doctor/doctor_ranks.hpp"
 #include "family/doctor/doctor_run.hpp"
 #include "family/engine/engine_bench.hpp"
-#include "family/run.hpp"
+#include "family/backend_choice.hpp"
+#include "family/options.hpp"
+#include "family/output.hpp"
+#include "family/parse.hpp"
 
 namespace xb {
 namespace {
@@ -90,7 +93,7 @@ class DoctorFamily final : public Family {
         ->type_name("LIST");
     app.add_option("--token-file", engine_token_file_,
                    "with --engine-server: the servers' token (or XFERBENCH_TOKEN)");
-    RunOpts which;
+    OfferedOptions which;
     which.ranks = true;
     which.prom = true;
     add_run_options(app, run_, which);
