@@ -1,8 +1,13 @@
 # Two commands do everything on a fresh Debian 12 machine:
 #   make run    install missing packages, configure, build, run the default suite (host backend)
-#   make test   the same set-up, then the whole test suite (release, release with a fake
-#               accelerator first in `auto`, ASan/UBSan builds, and each libFuzzer target
-#               for 5 s)
+#   make test   the same set-up, then every pass of the test suite, in this order:
+#                 test-release     the whole suite on the release build (build/default)
+#                 test-fake-accel  the suite again with a fake Ascend runtime first in `auto`
+#                 test-asan        the suite on an ASan + UBSan build (build/asan)
+#                 test-tsan        the threaded tests on a ThreadSanitizer build (build/tsan)
+#                 test-fuzz        each libFuzzer target for a few seconds (build/fuzz)
+# `make lint` checks the format (check-format) and runs clang-tidy (tidy); `make format`
+# fixes the format.
 PRESET ?= default
 BUILD := build/$(PRESET)
 XB := $(BUILD)/xferbench
@@ -12,7 +17,8 @@ XB := $(BUILD)/xferbench
 NVBANDWIDTH ?=
 NCCL_TESTS ?=
 
-.PHONY: all deps configure build run test test-release test-fake-accel test-asan test-fuzz fuzz fuzz-build bench format clean
+.PHONY: all deps configure build run test test-release test-fake-accel test-asan test-tsan test-fuzz fuzz \
+	fuzz-build bench format check-format tidy lint clean
 
 all: build
 
@@ -33,7 +39,7 @@ run: build
 	mpiexec -n 2 $(XB) coll allreduce --backend host -b 64K -e 4M
 	$(XB) engine selftest
 
-test: test-release test-fake-accel test-asan test-fuzz
+test: test-release test-fake-accel test-asan test-tsan test-fuzz
 
 test-release: build
 	ctest --preset $(PRESET) -j2
@@ -47,6 +53,23 @@ test-asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan
 	ctest --preset asan -j2 -LE "netns|slurm"
+
+# ThreadSanitizer: the threaded tests (the host copiers' worker pool, the
+# liveness watch and its sockets, gemm-ar's crew, the engine server and its
+# soak, doctor; the list is the tsan test preset's filter in CMakePresets.json),
+# only the binaries they need. Every report is written to $(TSAN_REPORTS)
+# (tests/tsan.supp names the uninstrumented libraries it ignores), so one in a
+# process that a test script does not check fails the pass too.
+TSAN_REPORTS := build/tsan/reports
+
+test-tsan: deps
+	@test -f build/tsan/build.ninja || cmake --preset tsan
+	cmake --build --preset tsan
+	@rm -rf $(TSAN_REPORTS)
+	@ctest --preset tsan -j2; rc=$$?; \
+	if ls $(TSAN_REPORTS)/* >/dev/null 2>&1; then \
+	  cat $(TSAN_REPORTS)/*; echo "test-tsan: ThreadSanitizer reports above (in $(TSAN_REPORTS))" >&2; exit 1; \
+	fi; exit $$rc
 
 # libFuzzer targets (fuzz/): their own clang build in build/fuzz, only the
 # sources each parser needs. `make fuzz` runs each target FUZZ_SECONDS on a
@@ -75,8 +98,18 @@ bench: build
 	bench/engine_cuda_lanes.sh $(XB)
 	bench/nccl_vs_nccl_tests.sh "$(NCCL_TESTS)" $(XB)
 
+# Lint: the format check (clang-format 14, .clang-format) and clang-tidy
+# (.clang-tidy) over build/default's compile_commands.json.
 format:
-	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
+
+check-format:
+	scripts/format-check.sh
+
+tidy: configure
+	scripts/tidy.sh $(BUILD)
+
+lint: check-format tidy
 
 clean:
 	rm -rf build

@@ -15,6 +15,7 @@ PKGS=(
   libopenblas-dev
   python3-matplotlib python3-prometheus-client chromium
   clang-14 libclang-rt-14-dev  # the fuzz build (make fuzz): clang and its libFuzzer runtime
+  clang-format-14 clang-tidy-14  # make lint: the format check and clang-tidy
   slurmctld slurmd slurm-client munge  # tests/slurm/: a private one-node Slurm (srun, salloc)
 )
 

@@ -285,6 +285,7 @@ class MpiRuntime final : public Runtime {
               "MPI_Iallgatherv");
     wait_idle(req, "MPI_Iallgatherv");
     std::vector<std::string> out;
+    out.reserve(static_cast<std::size_t>(size_));
     for (int i = 0; i < size_; ++i)
       out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(i)]),
                                static_cast<std::size_t>(lens[static_cast<std::size_t>(i)])));

@@ -615,7 +615,8 @@ std::string two_rank_child(int rank, int info_in, int info_out) {
   // alltoallv: rank s sends 100(s+1) + 10d + 1 elements to rank d, the
   // blocks in reverse order with gaps of 5; receive blocks in order, gaps of 3.
   auto sent = [](int src, int dst) {
-    return static_cast<std::uint64_t>(100 * (src + 1) + 10 * dst + 1);
+    const int n = 100 * (src + 1) + 10 * dst + 1;
+    return static_cast<std::uint64_t>(n);
   };
   auto value = [](int src, int dst, std::uint64_t i) {
     return static_cast<std::int32_t>(1000000 * src + 10000 * dst + static_cast<int>(i));

@@ -15,7 +15,7 @@ namespace {
     if (!s.available) GTEST_SKIP() << "no GPU here: " << s.reason; \
   } while (0)
 
-std::vector<Record> copy_all(CopyConfig cfg) {
+std::vector<Record> copy_all(const CopyConfig& cfg) {
   auto b = make_cuda_backend();
   Registry reg;
   register_copy(reg);

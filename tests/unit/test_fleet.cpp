@@ -14,6 +14,7 @@ namespace {
 
 std::vector<int> iota(int n) {
   std::vector<int> v;
+  v.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v.push_back(i);
   return v;
 }
@@ -129,6 +130,7 @@ struct Synthetic {
 
 std::vector<std::string> names_of(int n) {
   std::vector<std::string> v;
+  v.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v.push_back("h" + std::to_string(i));
   return v;
 }

@@ -35,7 +35,8 @@ void spin_until(Pred pred) {
 
 }  // namespace
 
-WorkerPool::WorkerPool(int n, std::vector<unsigned> cpus) : queues_(static_cast<std::size_t>(n)) {
+WorkerPool::WorkerPool(int n, const std::vector<unsigned>& cpus)
+    : queues_(static_cast<std::size_t>(n)) {
   try {
     for (int i = 0; i < n; ++i)
       threads_.emplace_back([this, i, cpus] {

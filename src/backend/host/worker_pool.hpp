@@ -24,7 +24,7 @@ class WorkerPool {
 
   // Starts n >= 1 workers, each bound to `cpus` (OS cpu numbers; empty: no
   // binding). Throws RuntimeError when a thread cannot be created.
-  WorkerPool(int n, std::vector<unsigned> cpus);
+  WorkerPool(int n, const std::vector<unsigned>& cpus);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -72,11 +72,11 @@ class CopyFamily final : public Family {
   // for too, and passes the backend over when it is the only one.
   Support fits(Backend& b, Runtime*) const override {
     for (Method m : cfg_.methods) {
-      if (const Support has = b.method_support(m); !has.ok) {
+      if (Support has = b.method_support(m); !has.ok) {
         if (cfg_.methods.size() == 1) return has;
         continue;
       }
-      if (const Support s = b.copier_fits(m, cfg_.copier); !s.ok) return s;
+      if (Support s = b.copier_fits(m, cfg_.copier); !s.ok) return s;
     }
     return Support::yes();
   }

@@ -159,17 +159,17 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
     for (const std::string& base : {std::string(copy_case::p2p), read}) {
       if (!has(base) && !has(base + "_bidir")) continue;
       const std::string how = base == read ? " (read: the destination pulls)" : "";
+      const auto title = [&](const char* kind, const char* figure) {
+        return fmt::format("{} Peer to Peer Test{} · {} · {}", kind, how, what, figure);
+      };
       if (has(base))
-        out += "\n" + matrix("Unidirectional Peer to Peer Test" + how + " · " + what +
-                                 " · Bandwidth Matrix (GB/s)",
-                             base, false, cells, n, true);
+        out += "\n" + matrix(title("Unidirectional", "Bandwidth Matrix (GB/s)"), base, false, cells,
+                             n, true);
       if (!has(base + "_bidir")) continue;
-      out += "\n" + matrix("Bidirectional Peer to Peer Test" + how + " · " + what +
-                               " · Total Bandwidth Matrix (GB/s, both directions)",
+      out += "\n" + matrix(title("Bidirectional", "Total Bandwidth Matrix (GB/s, both directions)"),
                            total_case(base + "_bidir"), true, cells, n, false);
-      out += "\n" + matrix("Bidirectional Peer to Peer Test" + how + " · " + what +
-                               " · S->D while D->S runs (GB/s)",
-                           base + "_bidir", false, cells, n, false);
+      out += "\n" + matrix(title("Bidirectional", "S->D while D->S runs (GB/s)"), base + "_bidir",
+                           false, cells, n, false);
     }
   }
   return out;

@@ -235,6 +235,7 @@ std::vector<PairSide> run_step(Runtime& rt, const FleetStep& step, const std::ve
   const PairSide mine = run_pair_side(rt, role, cfg.pair, buf, tag);
   const auto all = rt.allgather(role.peer < 0 ? std::string() : side_to_wire(mine));
   std::vector<PairSide> sides;
+  sides.reserve(all.size());
   for (const auto& w : all) sides.push_back(side_from_wire(w));
   return sides;
 }
@@ -408,6 +409,7 @@ int FleetFamily::run(const Invocation& inv) {
   });
   Runtime& rt = *r.rt;
   std::vector<std::string> member_names;
+  member_names.reserve(members.size());
   for (int m : members) member_names.push_back(names[static_cast<std::size_t>(m)]);
   const std::string concurrency_text = cfg_.concurrency ? std::to_string(cfg_.concurrency) : "all";
   Params params = {{"size", static_cast<std::int64_t>(cfg_.pair.size)},

@@ -13,7 +13,7 @@ namespace xb {
 
 // Seeds: rank r's A_i uses r + 1, B (the same on every rank) kGemmArBSeed.
 inline constexpr std::uint64_t kGemmArBSeed = 0xB0000;
-inline std::uint64_t gemm_ar_a_seed(int rank) { return static_cast<std::uint64_t>(rank + 1); }
+inline std::uint64_t gemm_ar_a_seed(int rank) { return static_cast<std::uint64_t>(rank) + 1; }
 
 // Element (i, j) of the input with this seed: a multiple of 1/16 in
 // [-0.5, 0.5], exact in bf16 and fp32, so products and short sums are exact

@@ -80,6 +80,7 @@ void get_round(Runtime& rt, Mesh& m, int b, Bytes bb) {
 // One Put round: rank 0 writes `b` blocks to every peer.
 void put_round(Runtime& rt, Mesh& m, int b, Bytes bb) {
   std::vector<engine::Xfer> batch;
+  batch.reserve(static_cast<std::size_t>(b));
   for (int j = 0; j < b; ++j)
     batch.push_back({m.local->data() + static_cast<Bytes>(j) * bb, static_cast<Bytes>(j) * bb, bb});
   for (int p = 1; p < rt.size(); ++p) m.peers[static_cast<std::size_t>(p)]->post(Op::write, batch);

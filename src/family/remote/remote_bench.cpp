@@ -102,7 +102,8 @@ std::vector<Record> sweep(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w
 }
 
 // The issuing rank's records, reported by every rank, with the crossover lines.
-RemoteResult share(Runtime& rt, const RemoteConfig& cfg, std::vector<Record> mine, Params summary) {
+RemoteResult share(Runtime& rt, const RemoteConfig& cfg, const std::vector<Record>& mine,
+                   Params summary) {
   const auto wires = rt.allgather(rt.rank() == cfg.root ? records_to_wire(mine) : std::string());
   RemoteResult res;
   res.records = records_from_wire(wires[static_cast<std::size_t>(cfg.root)]);
@@ -202,7 +203,7 @@ RemoteResult run_remote(Runtime& rt, Backend& backend, const RemoteConfig& cfg) 
     summary = w->summary();
   }
   // The root measured; every rank reports the root's records.
-  return share(rt, cfg, std::move(mine), std::move(summary));
+  return share(rt, cfg, mine, std::move(summary));
 }
 
 Bytes remote_message_size(const Record& r) {
