@@ -59,6 +59,7 @@ std::vector<std::string> pythons() {
 int spawn(const std::string& py, const std::string& script, std::vector<std::string> args) {
   args.insert(args.begin(), {py, script});
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
@@ -109,7 +110,7 @@ class AsJson {
       if (!mkdtemp(tmpl.data())) throw RuntimeError("cannot make a temporary folder");
       dir_ = tmpl;
     }
-    const std::string out = (fs::path(dir_) / (fs::path(file).stem().string() + ".json")).string();
+    std::string out = (fs::path(dir_) / (fs::path(file).stem().string() + ".json")).string();
     std::ofstream(out) << text;
     return out;
   }

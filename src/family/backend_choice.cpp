@@ -17,7 +17,7 @@ Support some_case_runs(const Family& f, const Backend& b) {
   const Capabilities caps = b.capabilities();
   std::string why;
   for (const auto& def : registry.all()) {
-    const Support s = def.filter(caps);
+    Support s = def.filter(caps);
     if (s.ok) return s;
     if (why.empty()) why = s.reason;
   }

@@ -14,13 +14,13 @@ std::unique_ptr<Family> make_fill_family();
 }
 
 int main(int argc, char** argv) {
-  const std::unique_ptr<xb::Family> family = xb::make_fill_family();
-  CLI::App app{"the skeleton family of docs/DESIGN.md", "xferbench-skeleton"};
-  app.require_subcommand(1);
-  CLI::App* sub = app.add_subcommand(family->name(), family->summary());
-  family->add_options(*sub);
   int rc = 0;
   try {
+    const std::unique_ptr<xb::Family> family = xb::make_fill_family();
+    CLI::App app{"the skeleton family of docs/DESIGN.md", "xferbench-skeleton"};
+    app.require_subcommand(1);
+    CLI::App* sub = app.add_subcommand(family->name(), family->summary());
+    family->add_options(*sub);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

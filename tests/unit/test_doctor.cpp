@@ -380,6 +380,7 @@ namespace {
 std::vector<double> loops_around(double gbps, std::mt19937& rng, double spread = 0.05) {
   std::uniform_real_distribution<double> u(1 - spread, 1 + spread);
   std::vector<double> v;
+  v.reserve(10);
   for (int i = 0; i < 10; ++i) v.push_back(gbps * u(rng));
   return v;
 }

@@ -112,8 +112,9 @@ class Bandwidth final : public Check {
   void compare(Context& ctx) override {
     // Host copies run on fewer workers than the reference's cores: a looser grade.
     const Grade g = ctx.backend().name() == "host" ? Grade{0.3, 0.1} : Grade{};
-    for (const auto& [p, probe] : in_copy_order(ctx.probes().paths())) {
+    for (const auto& [p, probe_] : in_copy_order(ctx.probes().paths())) {
       auto [exp, why] = expected(ctx, p);
+      const auto probe = probe_;  // a variable, not a binding: lambdas capture it (C++20 in clang 14)
       PairedCheck c{name(),
                     p.where(),
                     "GB/s",

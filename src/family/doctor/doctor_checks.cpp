@@ -142,6 +142,7 @@ std::vector<double> peer_ratios(const std::vector<double>& values) {
   if (values.size() < 2) return {};
   const double ref = peer_reference(values);
   std::vector<double> out;
+  out.reserve(values.size());
   for (double v : values) out.push_back(ref > 0 ? v / ref : 0);
   return out;
 }
@@ -199,6 +200,7 @@ std::vector<Finding> judge_engine_lanes(const std::vector<EngineLaneFigures>& la
   std::vector<Judgement> peers(lanes.size()), line(lanes.size());
   for (std::size_t l = 0; l < loops; ++l) {
     std::vector<double> round;
+    round.reserve(lanes.size());
     for (const auto& lane : lanes) round.push_back(lane.gbps[l]);
     const double ref = peer_reference(round);
     for (std::size_t i = 0; i < lanes.size() && ref > 0; ++i)

@@ -30,6 +30,7 @@ double memcpy_reference(Bytes size, int threads) {
   for (int round = 0; round < 5; ++round) {
     const auto t0 = Clock::now();
     std::vector<std::thread> th;
+    th.reserve(static_cast<std::size_t>(threads));
     const Bytes per = size / static_cast<Bytes>(threads) / 64 * 64;
     for (int i = 0; i < threads; ++i)
       th.emplace_back([&, i] {

@@ -45,6 +45,7 @@ nlohmann::json run_ranked(int ranks, const std::vector<std::string>& args, doubl
   if (pid < 0) throw RuntimeError("fork failed");
   if (pid == 0) {
     std::vector<char*> c;
+    c.reserve(argv.size() + 1);
     for (auto& a : argv) c.push_back(a.data());
     c.push_back(nullptr);
     if (FILE* f = std::freopen(err.c_str(), "w", stderr)) (void)f;

@@ -23,6 +23,7 @@ void Context::add_peer_comparisons(
         {check, self->label, "GB/s", Grade{}, group,
          [self, group](std::size_t i) {
            std::vector<double> v;
+           v.reserve(group.size());
            for (const Probe* p : group) v.push_back(p->sample(0, i));
            return std::pair(self->sample(0, i), peer_reference(v));
          },

@@ -337,6 +337,7 @@ void step_records(std::vector<PartRun>& parts, const std::vector<EngineServer>& 
   }
   if (servers.size() > 1) {
     std::vector<EngineSumPart> all;
+    all.reserve(parts.size());
     for (const PartRun& pr : parts) all.push_back(sum_part(pr, servers));
     Record sum = engine_sum_record(op, cfg, lanes[0], bs, all, span);
     emit(std::move(sum), "all", -1, "", span);

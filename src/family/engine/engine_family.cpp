@@ -457,6 +457,7 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
   if (rt.root()) {
     server.get();
     std::vector<std::vector<Record>> per_rank;
+    per_rank.reserve(wires.size());
     for (const auto& w : wires) per_rank.push_back(records_from_wire(w));
     for (std::size_t k = 0; k < per_rank[0].size(); ++k) {
       std::vector<Record> clients;

@@ -30,7 +30,7 @@ std::string part_text(const Record& r) {
   const std::int64_t lane = r.get_or(engine_field::lane_id, std::int64_t{-1});
   if (*server == "all") return "all";
   std::string s = server->empty() ? "" : *server;
-  const std::string which = lane >= 0 ? fmt::format("lane {}", lane) : std::string("sum");
+  std::string which = lane >= 0 ? fmt::format("lane {}", lane) : std::string("sum");
   if (s.empty()) return which;
   return lane >= 0 ? s + " " + which : s;
 }
