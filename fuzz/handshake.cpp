@@ -46,8 +46,9 @@ void client_payload(const Frame& f) {
   if (f.type == MsgType::accept) {
     const SegmentDescriptor d = decode_descriptor(f.payload);
     FUZZ_CHECK(!d.worker_address.empty() && (!d.rkey.empty() || !d.ipc.empty()), "");
-  FUZZ_CHECK(d.ipc.empty() || (d.ipc_offset <= d.ipc_size && d.length <= d.ipc_size - d.ipc_offset),
-             "accepted a range outside its IPC region");
+    FUZZ_CHECK(
+        d.ipc.empty() || (d.ipc_offset <= d.ipc_size && d.length <= d.ipc_size - d.ipc_offset),
+        "accepted a range outside its IPC region");
   } else if (f.type == MsgType::verified) {
     Reader r(f.payload);
     r.u64();

@@ -5,8 +5,8 @@
 
 #include "backend/select/select.hpp"
 #include "cli/cli.hpp"
-#include "core/journal.hpp"
 #include "core/error.hpp"
+#include "core/journal.hpp"
 #include "runtime/runtime.hpp"
 
 namespace {

@@ -49,7 +49,8 @@ double roots_slot(const CollCase& c, int rank, std::size_t i, const CollCounts& 
 }
 double blocks_for_me(const CollCase& c, int rank, std::size_t i, const CollCounts& k) {
   // Block p came from rank p: its block for us.
-  return input_value(c, rank_of(i / k.count), static_cast<std::size_t>(rank) * k.count + i % k.count);
+  return input_value(c, rank_of(i / k.count),
+                     static_cast<std::size_t>(rank) * k.count + i % k.count);
 }
 double uneven_blocks_for_me(const CollCase& c, int rank, std::size_t i, const CollCounts& k) {
   const std::size_t n = nof(c);
@@ -147,10 +148,9 @@ std::vector<CollOp> parse_collectives(const std::string& list) {
       const auto* row = std::find_if(std::begin(kTable), std::end(kTable),
                                      [&](const CollSpec& s) { return name == s.name; });
       if (row == std::end(kTable))
-        throw UsageError(name.empty() ? fmt::format("empty collective in '{}' ({})", list,
-                                                    collective_names())
-                                      : fmt::format("unknown collective '{}' ({})", name,
-                                                    collective_names()));
+        throw UsageError(
+            name.empty() ? fmt::format("empty collective in '{}' ({})", list, collective_names())
+                         : fmt::format("unknown collective '{}' ({})", name, collective_names()));
       add(row->op);
     }
     if (comma == std::string::npos) break;

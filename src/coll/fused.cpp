@@ -43,8 +43,9 @@ FusedPlan make_fused_plan(const FusedConfig& cfg, int rank, int compute_sms, boo
                                  t.tiles * t.subtiles));
   p.rank = rank;
   p.comm_blocks = cfg.comm_blocks;
-  p.wave_rows = cfg.wave_rows > 0 ? static_cast<int>(std::min<std::int64_t>(cfg.wave_rows, t.tiles_m))
-                                  : default_wave_rows(t, compute_sms);
+  p.wave_rows = cfg.wave_rows > 0
+                    ? static_cast<int>(std::min<std::int64_t>(cfg.wave_rows, t.tiles_m))
+                    : default_wave_rows(t, compute_sms);
   p.waves = static_cast<int>((t.tiles_m + p.wave_rows - 1) / p.wave_rows);
 
   // Window: counters first (one 128-byte line for done), then stage and output.
@@ -53,11 +54,10 @@ FusedPlan make_fused_plan(const FusedConfig& cfg, int rank, int compute_sms, boo
   p.window.arrival = 0;
   p.window.done = align(owned * static_cast<std::size_t>(t.subtiles) * sizeof(std::uint32_t));
   p.window.stage = align(p.window.done + sizeof(std::uint32_t));
-  p.window.output = align(p.window.stage + static_cast<std::size_t>(t.nranks) * owned *
-                                               static_cast<std::size_t>(t.tile_elems) *
-                                               sizeof(float));
-  p.window.bytes =
-      align(p.window.output + static_cast<std::size_t>(t.Mp * t.Np) * sizeof(float));
+  p.window.output =
+      align(p.window.stage + static_cast<std::size_t>(t.nranks) * owned *
+                                 static_cast<std::size_t>(t.tile_elems) * sizeof(float));
+  p.window.bytes = align(p.window.output + static_cast<std::size_t>(t.Mp * t.Np) * sizeof(float));
 
   // Items in wave order; within a wave its pushes, then its gathers, dealt
   // round-robin to the blocks so that each block keeps the wave order.
@@ -92,7 +92,8 @@ std::string describe(const FusedStuck& s, double watchdog_s) {
   switch (s.what) {
     case FusedStuck::wave:
       return fmt::format(
-          "watchdog: wave {} was never marked computed within {} s (ready flag {}, want {})", s.tile, watchdog_s, s.seen, s.want);
+          "watchdog: wave {} was never marked computed within {} s (ready flag {}, want {})",
+          s.tile, watchdog_s, s.seen, s.want);
     case FusedStuck::arrival:
       return fmt::format(
           "watchdog: tile {} subtile {} got {} of {} contributions within {} s: a tile was never "

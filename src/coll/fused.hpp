@@ -77,9 +77,7 @@ struct FusedPlan {
   std::vector<FusedItem> items;
   std::vector<std::int32_t> offsets;
 
-  int wave_of(std::int64_t tile) const {
-    return static_cast<int>(tile / t.tiles_n / wave_rows);
-  }
+  int wave_of(std::int64_t tile) const { return static_cast<int>(tile / t.tiles_n / wave_rows); }
   // First tile row and number of tile rows of wave w.
   std::int64_t wave_first_row(int w) const { return static_cast<std::int64_t>(w) * wave_rows; }
   std::int64_t wave_row_count(int w) const;

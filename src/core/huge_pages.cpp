@@ -86,9 +86,9 @@ std::uint64_t huge_bytes_in(const std::string& smaps, std::uintptr_t addr, std::
       } else if (anon_huge > 0) {
         // THP counts per mapping; adjacent mappings with the same flags merge,
         // so a buffer's share is prorated over its part of the mapping.
-        total += static_cast<std::uint64_t>(static_cast<double>(anon_huge) *
-                                            static_cast<double>(overlap) /
-                                            static_cast<double>(hi - lo));
+        total +=
+            static_cast<std::uint64_t>(static_cast<double>(anon_huge) *
+                                       static_cast<double>(overlap) / static_cast<double>(hi - lo));
       }
     }
     anon_huge = kernel_page = 0;

@@ -22,7 +22,7 @@ struct Support {
 struct Capabilities {
   std::string backend;
   int devices = 0;
-  bool device_ipc = false;   // device memory shared between processes (remote windows)
+  bool device_ipc = false;  // device memory shared between processes (remote windows)
 };
 
 struct BenchmarkDef {

@@ -80,8 +80,7 @@ CpuTimes read_cpu_times() {
   std::stringstream text;
   text << in.rdbuf();
   const long hz = sysconf(_SC_CLK_TCK);
-  return parse_proc_stat(text.str(), hz > 0 ? static_cast<double>(hz) : 100.0)
-      .value_or(CpuTimes{});
+  return parse_proc_stat(text.str(), hz > 0 ? static_cast<double>(hz) : 100.0).value_or(CpuTimes{});
 }
 
 double process_cpu_s() {

@@ -11,6 +11,8 @@ inline double elapsed_us(Clock::time_point from, Clock::time_point to) {
 }
 
 // Seconds on the steady clock, for deadlines and durations.
-inline double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+inline double now_s() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
 
 }  // namespace xb

@@ -18,8 +18,8 @@
 namespace xb::engine {
 
 ServerLink::ServerLink(const std::string& host, int port, const std::string& token,
-                       const std::string& digest, const std::string& kind,
-                       double connect_timeout_s, double io_timeout_s)
+                       const std::string& digest, const std::string& kind, double connect_timeout_s,
+                       double io_timeout_s)
     : io_timeout_s_(io_timeout_s) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/tcp.hpp"
 #include "core/memory.hpp"
 #include "core/pattern.hpp"
 #include "core/sysinfo.hpp"
+#include "core/tcp.hpp"
 #include "core/timer.hpp"
 #include "engine/bootstrap.hpp"
 #include "engine/ucx.hpp"
@@ -56,8 +56,8 @@ int listen_on(const std::string& host, int port) {
 struct Session {
   int fd;
   std::string who;
-  int slot = -1;          // -1 until the hello is accepted
-  FrameReader in{};       // what arrived of the next frame(s)
+  int slot = -1;              // -1 until the hello is accepted
+  FrameReader in{};           // what arrived of the next frame(s)
   Clock::time_point since{};  // accepted, or the first byte of a partial frame
 };
 
@@ -280,7 +280,8 @@ class Server {
     std::int64_t bad = -1;
     if (cfg_.check) {
       bad = cfg_.check(base, len, seed, off);
-    } else if (const auto m = find_mismatch(std::span<const std::byte>(data_ + base, len), seed, off)) {
+    } else if (const auto m =
+                   find_mismatch(std::span<const std::byte>(data_ + base, len), seed, off)) {
       bad = static_cast<std::int64_t>(*m);
     }
     restore(s.slot, off, len);
@@ -329,7 +330,6 @@ std::string process_id() {
 }
 
 bool on_this_node(const std::string& node) { return node.substr(0, node.find('/')) == node_id(); }
-
 
 ServerSummary serve(const ServerConfig& cfg) {
   if (cfg.clients < 1) throw UsageError("--clients must be at least 1");

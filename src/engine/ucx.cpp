@@ -107,7 +107,8 @@ Region::Region(Worker& w, void* data, std::uint64_t size) : worker_(w), data_(da
 
 Region::Region(Worker& w, std::uint64_t size) : worker_(w), data_(nullptr), size_(size) {
   ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                  UCP_MEM_MAP_PARAM_FIELD_FLAGS;
   mp.address = nullptr;
   mp.length = size;
   mp.flags = UCP_MEM_MAP_ALLOCATE;

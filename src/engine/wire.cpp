@@ -1,12 +1,11 @@
 #include "engine/wire.hpp"
 
 #include <fmt/format.h>
-
-#include <algorithm>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 

@@ -28,7 +28,7 @@ struct SegmentDescriptor {
   std::string ipc{};                 // opaque device IPC handle of the whole region, or empty
   std::uint64_t ipc_size = 0;        // bytes of that region
   std::uint64_t ipc_offset = 0;      // where this range starts in it
-  std::string node{};                // the server's "<boot id>/<pid>/<nonce>": IPC works on its node only
+  std::string node{};  // the server's "<boot id>/<pid>/<nonce>": IPC works on its node only
 };
 
 std::string encode(const SegmentDescriptor& d);

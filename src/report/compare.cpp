@@ -188,7 +188,8 @@ bool is_jsonl_head(const std::string& line) {
   if (line.find("jsonl") == std::string::npos) return false;
   try {
     const json h = json::parse(line);
-    return h.is_object() && h.contains("format") && h["format"] == "jsonl" && !h.contains("results");
+    return h.is_object() && h.contains("format") && h["format"] == "jsonl" &&
+           !h.contains("results");
   } catch (const json::exception&) {
     return false;
   }
@@ -200,7 +201,7 @@ json parse(const std::string& text, const std::string& name) {
   if (first.rfind("command,case,method,", 0) == 0) {
     try {
       doc = from_csv(text, name);
-      (void)doc.dump();  // a CSV cell is any bytes; the documents are UTF-8
+      (void)doc.dump();                   // a CSV cell is any bytes; the documents are UTF-8
     } catch (const json::exception& e) {  // columns that clash (a "gbps" and a "gbps_max"), ...
       throw UsageError(fmt::format("{} is not a valid xferbench CSV result ({})", name, e.what()));
     }

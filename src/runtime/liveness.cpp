@@ -17,11 +17,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
-#include <random>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -39,8 +39,8 @@ double peer_timeout_from_env() {
   errno = 0;
   const double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || errno != 0 || !std::isfinite(s) || s < 0 || s > 86400)
-    throw UsageError(fmt::format(
-        "XFERBENCH_PEER_TIMEOUT='{}': want seconds from 0 (no watch) to 86400", v));
+    throw UsageError(
+        fmt::format("XFERBENCH_PEER_TIMEOUT='{}': want seconds from 0 (no watch) to 86400", v));
   return s;
 }
 
@@ -65,9 +65,9 @@ bool PeerWatch::has(int rank) const {
 }
 
 void PeerWatch::remove(int rank) {
-  peers_.erase(std::remove_if(peers_.begin(), peers_.end(),
-                              [&](const Peer& p) { return p.rank == rank; }),
-               peers_.end());
+  peers_.erase(
+      std::remove_if(peers_.begin(), peers_.end(), [&](const Peer& p) { return p.rank == rank; }),
+      peers_.end());
 }
 
 void PeerWatch::on_line(int rank, std::string_view line, double now) {
@@ -119,9 +119,10 @@ std::optional<PeerWatch::Lost> PeerWatch::check(double now) const {
                     "its connection closed without a goodbye: the process died or was killed"};
       case State::left_error:
         if (now - p.changed > timeout_s_)
-          return Lost{p.rank, p.name, fmt::format("it ended with an error {:.0f} s ago and this rank still "
-                                          "runs: it waits for a rank that left",
-                                          now - p.changed)};
+          return Lost{p.rank, p.name,
+                      fmt::format("it ended with an error {:.0f} s ago and this rank still "
+                                  "runs: it waits for a rank that left",
+                                  now - p.changed)};
         break;
       case State::relayed:
         return p.relayed;
@@ -184,7 +185,8 @@ std::string host_name() {
   char h[256] = {};
   if (gethostname(h, sizeof h - 1) != 0 || !*h) return "?";
   std::string s = h;
-  std::replace_if(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t'; }, '_');
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t'; }, '_');
   return s;
 }
 
@@ -356,7 +358,8 @@ struct Liveness::Impl {
           accept_paused_until = now + 1;  // out of descriptors: do not spin on the listener
         return;
       }
-      const auto pending = std::count_if(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
+      const auto pending =
+          std::count_if(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
       if (static_cast<std::size_t>(pending) >= kMaxPending) {  // a flood, not our ranks
         ::close(fd);
         continue;
@@ -421,9 +424,10 @@ struct Liveness::Impl {
     for (int r = 1; r < size; ++r)
       if (!joined.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     if (!missing.empty())
-      write_now(fmt::format("xferbench: warning: rank(s) {} did not join the liveness watch within "
-                            "{:g} s: should they fail, rank 0 will not notice\n",
-                            missing, watch.timeout_s()));
+      write_now(
+          fmt::format("xferbench: warning: rank(s) {} did not join the liveness watch within "
+                      "{:g} s: should they fail, rank 0 will not notice\n",
+                      missing, watch.timeout_s()));
   }
 
   // A peer is lost: the hub tells the others first (and waits up to a

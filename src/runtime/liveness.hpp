@@ -32,9 +32,9 @@ double peer_timeout_from_env();
 class PeerWatch {
  public:
   struct Lost {
-    int rank = -1;       // the lost rank (-1: relayed, known by name only)
-    std::string peer;    // "rank 1 (node7, 10.0.0.2)"
-    std::string reason;  // "its connection closed without a goodbye (...)"
+    int rank = -1;         // the lost rank (-1: relayed, known by name only)
+    std::string peer;      // "rank 1 (node7, 10.0.0.2)"
+    std::string reason;    // "its connection closed without a goodbye (...)"
     bool relayed = false;  // seen by the hub, not by this rank
   };
 
@@ -60,10 +60,10 @@ class PeerWatch {
     int rank = 0;
     std::string name;
     State state = State::live;
-    double last = 0;      // when the last line came
-    double changed = 0;   // when the state changed
-    bool heard = false;   // a line came after the hello
-    Lost relayed;         // the hub's report (State::relayed)
+    double last = 0;     // when the last line came
+    double changed = 0;  // when the state changed
+    bool heard = false;  // a line came after the hello
+    Lost relayed;        // the hub's report (State::relayed)
   };
   Peer* find(int rank);
 

@@ -1,13 +1,12 @@
 // The MPI runtime (MPICH): world communicator, shared-memory and RMA windows.
 #include <fmt/format.h>
 #include <mpi.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <limits>
@@ -252,8 +251,10 @@ class MpiRuntime final : public Runtime {
   void barrier(Wait how) override {
     MPI_Request req;
     mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
-    if (how == Wait::idle) wait_idle(req, "MPI_Ibarrier");
-    else wait_spin(req, [] {});
+    if (how == Wait::idle)
+      wait_idle(req, "MPI_Ibarrier");
+    else
+      wait_spin(req, [] {});
   }
   void barrier(const std::function<void()>& progress) override {
     MPI_Request req;
@@ -262,9 +263,8 @@ class MpiRuntime final : public Runtime {
   }
   void broadcast(std::span<std::byte> data, int root) override {
     MPI_Request req;
-    mpi_check(
-        MPI_Ibcast(data.data(), mpi_count(data.size()), MPI_BYTE, root, MPI_COMM_WORLD, &req),
-        "MPI_Ibcast");
+    mpi_check(MPI_Ibcast(data.data(), mpi_count(data.size()), MPI_BYTE, root, MPI_COMM_WORLD, &req),
+              "MPI_Ibcast");
     wait_idle(req, "MPI_Ibcast");
   }
   std::vector<std::string> allgather(const std::string& mine) override {
@@ -301,16 +301,16 @@ class MpiRuntime final : public Runtime {
   }
   std::unique_ptr<Transfer> isend(std::span<const std::byte> data, int peer, int tag) override {
     MPI_Request req;
-    mpi_check(MPI_Isend(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                        &req),
-              "MPI_Isend");
+    mpi_check(
+        MPI_Isend(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req),
+        "MPI_Isend");
     return std::make_unique<MpiTransfer>(req);
   }
   std::unique_ptr<Transfer> irecv(std::span<std::byte> data, int peer, int tag) override {
     MPI_Request req;
-    mpi_check(MPI_Irecv(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                        &req),
-              "MPI_Irecv");
+    mpi_check(
+        MPI_Irecv(data.data(), mpi_count(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req),
+        "MPI_Irecv");
     return std::make_unique<MpiTransfer>(req);
   }
   void send(std::span<const std::byte> data, int peer, int tag) override {

@@ -47,7 +47,8 @@ nlohmann::json shape(const nlohmann::json& j) {
 
 TEST(CliJson, CopyDocumentHasTheDesignSchema) {
   const std::string path = ::testing::TempDir() + "/xb_copy.json";
-  const CmdResult r = run("copy -t d2d,h2d -s 64K -n 3 -w 1 --threads 2 --backend host --format json -o " + path);
+  const CmdResult r =
+      run("copy -t d2d,h2d -s 64K -n 3 -w 1 --threads 2 --backend host --format json -o " + path);
   ASSERT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("Device to Device Test"), std::string::npos);  // table still on stdout
   std::ifstream in(path);

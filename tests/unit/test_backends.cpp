@@ -50,7 +50,7 @@ TEST(Backends, AnUnavailableBackendIsAUsageErrorWithItsReason) {
 // gemm-ar on cuda refuses --comm-blocks beyond what can be resident (review
 // finding 12): the bound from the occupancy answer, the SMs and MPS's share.
 TEST(ResidentBlocks, OccupancyTimesTheSmsThisContextMayUse) {
-  EXPECT_EQ(xb::resident_blocks(1, 132, nullptr), 132);  // sm engine: one block per SM
+  EXPECT_EQ(xb::resident_blocks(1, 132, nullptr), 132);   // sm engine: one block per SM
   EXPECT_EQ(xb::resident_blocks(8, 132, nullptr), 1056);  // ce: no shared memory asked
   EXPECT_EQ(xb::resident_blocks(1, 132, "50"), 66);       // MPS client at half the threads
   EXPECT_EQ(xb::resident_blocks(1, 132, "33.3"), 43);     // rounded down

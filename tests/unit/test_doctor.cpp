@@ -3,6 +3,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
 #include "backend/backend.hpp"
 #include "backend/common/nvlink.hpp"
 #include "backend/host/throttle.hpp"
@@ -13,14 +21,6 @@
 #include "family/doctor/doctor_context.hpp"
 #include "family/doctor/doctor_rounds.hpp"
 #include "family/doctor/doctor_run.hpp"
-
-#include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <random>
-#include <set>
 
 namespace xb {
 
@@ -33,8 +33,8 @@ TEST(DoctorLinks, SysfsSpeedsAndWhatALinkGives) {
   EXPECT_FALSE(parse_link_speed("16"));
   // An H200's Gen5 x16: 63.0 GB/s raw per direction (the figure topo prints).
   EXPECT_NEAR(pcie_lane_gbps(32.0) * 16, 63.015, 0.01);
-  EXPECT_NEAR(pcie_lane_gbps(16.0) * 8, 15.75, 0.01);  // Gen4 x8: a link trained low
-  EXPECT_NEAR(pcie_lane_gbps(2.5), 0.25, 1e-9);        // 8b/10b
+  EXPECT_NEAR(pcie_lane_gbps(16.0) * 8, 15.75, 0.01);             // Gen4 x8: a link trained low
+  EXPECT_NEAR(pcie_lane_gbps(2.5), 0.25, 1e-9);                   // 8b/10b
   EXPECT_NEAR(pcie_lane_gbps(64.0), 64.0 * 242 / 256 / 8, 1e-9);  // FLIT
   EXPECT_EQ(pcie_generation(32.0), "Gen5");
   EXPECT_EQ(pcie_generation(8.0), "Gen3");
@@ -47,16 +47,16 @@ TEST(DoctorLinks, NvlinkRatesAndCounts) {
   // 450 GB/s raw, 360 GB/s expected of a copy.
   EXPECT_EQ(nvlink_link_gbps(9, 0), 25);
   EXPECT_EQ(nvlink_count("NV18 (NVLink x18 via NVSwitch)"), 18);
-  EXPECT_DOUBLE_EQ(*nvlink_count("NV18 (NVLink x18 via NVSwitch)") * nvlink_link_gbps(9, 0) *
-                       kNvlinkEfficiency,
-                   360);
-  EXPECT_EQ(nvlink_link_gbps(8, 0), 25);  // A100: 12 links, 600 GB/s both directions
-  EXPECT_EQ(nvlink_link_gbps(7, 0), 25);  // V100: 6 links, 300 GB/s both directions
-  EXPECT_EQ(nvlink_link_gbps(6, 0), 20);  // P100
+  EXPECT_DOUBLE_EQ(
+      *nvlink_count("NV18 (NVLink x18 via NVSwitch)") * nvlink_link_gbps(9, 0) * kNvlinkEfficiency,
+      360);
+  EXPECT_EQ(nvlink_link_gbps(8, 0), 25);   // A100: 12 links, 600 GB/s both directions
+  EXPECT_EQ(nvlink_link_gbps(7, 0), 25);   // V100: 6 links, 300 GB/s both directions
+  EXPECT_EQ(nvlink_link_gbps(6, 0), 20);   // P100
   EXPECT_EQ(nvlink_link_gbps(10, 0), 50);  // B200: 18 links, 1.8 TB/s both directions
   EXPECT_DOUBLE_EQ(nvlink_link_gbps(8, 6) * 4 * 2, 112.5);  // RTX 3090 bridge
-  EXPECT_EQ(nvlink_link_gbps(8, 9), 0);   // Ada: no NVLink
-  EXPECT_EQ(nvlink_link_gbps(7, 5), 0);   // Turing (bridges not modelled)
+  EXPECT_EQ(nvlink_link_gbps(8, 9), 0);                     // Ada: no NVLink
+  EXPECT_EQ(nvlink_link_gbps(7, 5), 0);                     // Turing (bridges not modelled)
   // Xavier (7.2) has no NVLink, yet gets V100's rate: only read for a pair
   // NVML counts NVLinks on, which an SoC never has (doctor_checks.cpp says so).
   EXPECT_EQ(nvlink_link_gbps(7, 2), 25);
@@ -92,9 +92,9 @@ TEST(DoctorClocks, HeldDownTimeAndItsGrade) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->seconds, 0);
   EXPECT_FALSE(clock_held(before, holds(1.0, 4.0, 0.0)));  // the driver reloaded
-  EXPECT_EQ(grade_clock_hold(0.5, 41), Verdict::pass);    // 1 %
-  EXPECT_EQ(grade_clock_hold(3.5, 41), Verdict::warn);    // 9 %
-  EXPECT_EQ(grade_clock_hold(10, 41), Verdict::fail);     // 24 %
+  EXPECT_EQ(grade_clock_hold(0.5, 41), Verdict::pass);     // 1 %
+  EXPECT_EQ(grade_clock_hold(3.5, 41), Verdict::warn);     // 9 %
+  EXPECT_EQ(grade_clock_hold(10, 41), Verdict::fail);      // 24 %
   EXPECT_EQ(grade_clock_hold(1, 0), Verdict::none);
 }
 
@@ -130,8 +130,8 @@ TEST(HostThrottle, ParsesDevicesDirectionsAndPairs) {
   EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 0, 2), 1.0);
   EXPECT_DOUBLE_EQ(throttle_factor(t, "d2d", 0, 0), 1.0);  // a pair throttles p2p only
   EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 1, 3), 0.4);  // device 1 only: 0-3 is another pair
-  for (const char* bad : {"x", "1", "1:0", "1:1.5", "1:0.5:up", "-1:0.5", "0-:0.5", "0-1:0.5:h2d",
-                          "1:0.5x"})
+  for (const char* bad :
+       {"x", "1", "1:0", "1:1.5", "1:0.5:up", "-1:0.5", "0-:0.5", "0-1:0.5:h2d", "1:0.5x"})
     EXPECT_THROW(parse_throttle(bad), UsageError) << bad;
   EXPECT_TRUE(parse_throttle("").empty());
   // host: the default (unbound) host memory, not memory bound to a device's node.
@@ -157,8 +157,8 @@ TEST(HostThrottle, RanksSlowWhatTheySendReceiveOrShare) {
   // Rank entries never touch the copies of a device with that number.
   EXPECT_DOUBLE_EQ(throttle_factor(t, "d2d", 3, 3), 1.0);
   EXPECT_DOUBLE_EQ(throttle_factor(t, "p2p", 1, 2), 1.0);
-  for (const char* bad : {"rank:0.5", "rankx:0.5", "rank1:0.5:h2d", "rank1-2:0.5", "rank1-rank2:0.5:tx",
-                          "rank1:2", "rank-1:0.5"})
+  for (const char* bad : {"rank:0.5", "rankx:0.5", "rank1:0.5:h2d", "rank1-2:0.5",
+                          "rank1-rank2:0.5:tx", "rank1:2", "rank-1:0.5"})
     EXPECT_THROW(parse_throttle(bad), UsageError) << bad;
 }
 
@@ -271,9 +271,10 @@ Verdict judge_as_doctor(double a_gbps, double b_gbps, double cv, std::uint32_t s
   b.copier = &cb;
   a.ops = b.ops = {CopyOp{nullptr, nullptr, 16ULL << 20}};
   a.seeds = b.seeds = {0};
-  PairedCheck c("direction", "a/b", "GB/s", Grade{}, {&a, &b},
-                [&](std::size_t i) { return std::pair(a.sample(0, i), b.sample(0, i)); },
-                [](Verdict, double, double, double) { return std::string(); });
+  PairedCheck c(
+      "direction", "a/b", "GB/s", Grade{}, {&a, &b},
+      [&](std::size_t i) { return std::pair(a.sample(0, i), b.sample(0, i)); },
+      [](Verdict, double, double, double) { return std::string(); });
   const Budget budget{5, 0, 2, 1.0, 40};  // the copier is instant: max_rounds bounds it
   settle({&a, &b}, {&c}, budget);
   const Judged first = evaluate(c);
@@ -520,7 +521,7 @@ TEST(DoctorRun, RowsComeCheckByCheckInTheRegistrysOrder) {
       EXPECT_EQ(f.why, "no PCIe link: the host backend's devices are NUMA nodes");
     }
   }
-  EXPECT_EQ(link_rows, 2U);  // one per device
+  EXPECT_EQ(link_rows, 2U);    // one per device
   EXPECT_GE(device_rows, 6U);  // h2d, d2h, d2d of each device, per method
 }
 

@@ -113,7 +113,7 @@ TEST(FusedPlan, WavesFillTheComputeSms) {
   FusedConfig c = config(2, 4);
   c.wave_rows = 0;
   c.shape.M = 64 * 40;
-  EXPECT_EQ(make_fused_plan(c, 0, 7, true).wave_rows, 3);  // 3 columns: 3 rows = 9 tiles >= 7
+  EXPECT_EQ(make_fused_plan(c, 0, 7, true).wave_rows, 3);     // 3 columns: 3 rows = 9 tiles >= 7
   EXPECT_EQ(make_fused_plan(c, 0, 132, true).wave_rows, 40);  // capped at every row
   const FusedPlan p = make_fused_plan(c, 0, 7, true);
   EXPECT_EQ(p.waves, 14);  // 40 rows by 3
@@ -167,17 +167,20 @@ class Sim {
   Sim(int n, int blocks, CommEngine engine, std::int64_t drop)
       : n_(n), engine_(engine), drop_(drop) {
     FusedConfig c = config(n, blocks);
-    for (int r = 0; r < n; ++r) plans_.push_back(make_fused_plan(c, r, 100, engine == CommEngine::sm));
+    for (int r = 0; r < n; ++r)
+      plans_.push_back(make_fused_plan(c, r, 100, engine == CommEngine::sm));
     const Tiling& t = plans_[0].t;
     for (int r = 0; r < n; ++r) {
       auto& k = ranks_.emplace_back(std::make_unique<SimRank>());
       k->C.resize(static_cast<std::size_t>(t.Mp * t.Np));
       for (std::size_t i = 0; i < k->C.size(); ++i) k->C[i] = static_cast<float>(r + 1 + i % 7);
-      k->stage.assign(static_cast<std::size_t>(n * plans_[0].owned_rows_max() * t.shape.base_m * t.Np), 0);
+      k->stage.assign(
+          static_cast<std::size_t>(n * plans_[0].owned_rows_max() * t.shape.base_m * t.Np), 0);
       k->out.assign(k->C.size(), -1);
       k->arrival = std::vector<std::atomic<std::uint32_t>>(
           static_cast<std::size_t>(plans_[0].owned_rows_max() * t.tiles_n * t.subtiles));
-      k->wave_ready = std::vector<std::atomic<std::uint32_t>>(static_cast<std::size_t>(plans_[0].waves));
+      k->wave_ready =
+          std::vector<std::atomic<std::uint32_t>>(static_cast<std::size_t>(plans_[0].waves));
     }
   }
 
@@ -193,7 +196,8 @@ class Sim {
           w.store(epoch, std::memory_order_release);
         }
       });
-      if (engine_ == CommEngine::ce) th.emplace_back([=, this] { copy_engine(r, epoch, timeout_s); });
+      if (engine_ == CommEngine::ce)
+        th.emplace_back([=, this] { copy_engine(r, epoch, timeout_s); });
       for (int b = 0; b < plans_[0].comm_blocks; ++b)
         th.emplace_back([=, this] { block(r, b, epoch, timeout_s); });
     }
@@ -279,7 +283,8 @@ class Sim {
           for (std::int64_t j = 0; j < cols; ++j) {
             float s = 0;
             for (int src = 0; src < n_; ++src)
-              s += me.stage[static_cast<std::size_t>(p.stage_offset(src, it.tile, it.sub) + i * t.Np + j)];
+              s += me.stage[static_cast<std::size_t>(p.stage_offset(src, it.tile, it.sub) +
+                                                     i * t.Np + j)];
             for (auto& q : ranks_) q->out[static_cast<std::size_t>(out + i * t.Np + j)] = s;
           }
         for (auto& q : ranks_) q->done.fetch_add(1, std::memory_order_release);
@@ -296,7 +301,8 @@ class Sim {
     SimRank& me = *ranks_[static_cast<std::size_t>(r)];
     const std::int64_t row_elems = t.shape.base_m * t.Np;
     for (int w = 0; w < p.waves; ++w) {
-      if (!wait(r, me.wave_ready[static_cast<std::size_t>(w)], e, FusedStuck::wave, w, -1, timeout_s))
+      if (!wait(r, me.wave_ready[static_cast<std::size_t>(w)], e, FusedStuck::wave, w, -1,
+                timeout_s))
         return;
       for (std::int64_t row = p.wave_first_row(w); row < p.wave_first_row(w) + p.wave_row_count(w);
            ++row) {
@@ -307,8 +313,8 @@ class Sim {
         for (std::int64_t col = 0; col < t.tiles_n; ++col) {
           if (row * t.tiles_n + col == drop_) continue;
           for (std::int64_t s = 0; s < t.subtiles; ++s)
-            owner.arrival[static_cast<std::size_t>((local_first + col) * t.subtiles + s)]
-                .fetch_add(1, std::memory_order_release);
+            owner.arrival[static_cast<std::size_t>((local_first + col) * t.subtiles + s)].fetch_add(
+                1, std::memory_order_release);
         }
       }
     }

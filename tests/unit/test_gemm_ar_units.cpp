@@ -1,15 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <set>
 #include <thread>
 
+#include "coll/gemm_tiling.hpp"
 #include "core/error.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/sync.hpp"
-#include "coll/gemm_tiling.hpp"
 
 namespace xb {
 

@@ -145,7 +145,8 @@ struct Child {
     int st = 0;
     waitpid(pid, &st, 0);
     char buf[4096];
-    for (ssize_t n; (n = read(err, buf, sizeof buf)) > 0;) stderr_text.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = read(err, buf, sizeof buf)) > 0;)
+      stderr_text.append(buf, static_cast<std::size_t>(n));
     close(err);
     close(out);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -281,9 +282,9 @@ TEST(Liveness, GoodbyesRetriesAndStrangersDoNotEndTheRun) {
   const int gave_up = raw_peer(contact, 2);  // a handshake given up: closed before its first line
   EXPECT_EQ(read_line_from(gave_up), "welcome");
   close(gave_up);
-  say_bye(join(contact, 2));  // its second try
+  say_bye(join(contact, 2));                                      // its second try
   const int stranger = raw_peer(contact, 3, "0000000000000000");  // another run's nonce
-  EXPECT_EQ(read_line_from(stranger, 2000), "");  // no welcome: the hub closed it
+  EXPECT_EQ(read_line_from(stranger, 2000), "");                  // no welcome: the hub closed it
   close(stranger);
   const int beyond = raw_peer(contact, 8);  // a run of 8 ranks has no rank 8
   EXPECT_EQ(read_line_from(beyond, 2000), "");
@@ -321,14 +322,15 @@ TEST(Liveness, ARankNamesTheLossTheHubRelays) {
   ASSERT_EQ(poll(&p, 1, 10000), 1) << "rank 1 never connected";
   const int fd = accept(lfd, nullptr, nullptr);
   ASSERT_GE(fd, 0);
-  EXPECT_EQ(read_line_from(fd), "hello 1 " + [] {
-    char h[256] = {};
-    gethostname(h, sizeof h - 1);
-    return std::string(h);
-  }() + " 0123456789abcdef");
+  EXPECT_EQ(
+      read_line_from(fd), "hello 1 " + [] {
+        char h[256] = {};
+        gethostname(h, sizeof h - 1);
+        return std::string(h);
+      }() + " 0123456789abcdef");
   write_all(fd, "welcome\n");
   EXPECT_EQ(read_line_from(rank1.out), "ok");  // connect() said nothing went wrong
-  EXPECT_EQ(read_line_from(fd), "hb");            // its first heartbeat at once
+  EXPECT_EQ(read_line_from(fd), "hb");         // its first heartbeat at once
   write_all(fd, "lost rank 2 (c, 10.0.0.3)\tits connection closed without a goodbye\n");
   std::string err;
   EXPECT_EQ(rank1.wait_status(err), 1);

@@ -26,8 +26,8 @@ enum AclMemcpyKind : int {  // aclrtMemcpyKind
 };
 inline constexpr int kAclMallocHugeFirst = 0;     // ACL_MEM_MALLOC_HUGE_FIRST
 inline constexpr int kAclMallocHugeFirstP2p = 3;  // ACL_MEM_MALLOC_HUGE_FIRST_P2P
-inline constexpr int kAclHbmMem = 1;           // aclrtMemAttr ACL_HBM_MEM
-inline constexpr int kAclEventComplete = 1;    // ACL_EVENT_RECORDED_STATUS_COMPLETE
+inline constexpr int kAclHbmMem = 1;              // aclrtMemAttr ACL_HBM_MEM
+inline constexpr int kAclEventComplete = 1;       // ACL_EVENT_RECORDED_STATUS_COMPLETE
 
 struct AclApi {
   aclError (*aclInit)(const char* config);

@@ -1,15 +1,14 @@
 // The CUDA backend: devices, memory, streams, events and IPC.
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 
-#include <sys/mman.h>
-
-#include "backend/common/last_error.hpp"
 #include "backend/common/hwloc_util.hpp"
+#include "backend/common/last_error.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "coll/fused.hpp"
 #include "core/error.hpp"

@@ -94,8 +94,9 @@ class CudaFused final : public FusedGemmAllReduce {
     // Every rank must cut the same waves (the plan's no-deadlock order), so
     // the wave size comes from the smallest GPU of all ranks.
     const int sms = static_cast<int>(rt.min(be.gpu(dev_).sms));
-    plan_ = make_fused_plan(cfg, rt.rank(), cfg.engine == CommEngine::sm ? sms - cfg.comm_blocks : sms,
-                            cfg.engine == CommEngine::sm);
+    plan_ =
+        make_fused_plan(cfg, rt.rank(), cfg.engine == CommEngine::sm ? sms - cfg.comm_blocks : sms,
+                        cfg.engine == CommEngine::sm);
     const Tiling& t = plan_.t;
     esize_ = dtype_size(cfg.dtype);
     A_ = DeviceMem(static_cast<std::size_t>(t.Mp * t.shape.K) * esize_);
@@ -122,8 +123,8 @@ class CudaFused final : public FusedGemmAllReduce {
       if (r == rt.rank()) {
         base = static_cast<std::byte*>(window_->data());
       } else {
-        peers_.push_back(be.import_buffer(handles[static_cast<std::size_t>(r)], dev_,
-                                          plan_.window.bytes));
+        peers_.push_back(
+            be.import_buffer(handles[static_cast<std::size_t>(r)], dev_, plan_.window.bytes));
         base = static_cast<std::byte*>(peers_.back()->data());
       }
       args_.stage[r] = reinterpret_cast<float*>(base + plan_.window.stage);
@@ -251,8 +252,7 @@ class CudaFused final : public FusedGemmAllReduce {
     wait(phase);
     FusedStuck stuck;
     XB_CUDA(cudaMemcpy(&stuck, stuck_.p, sizeof stuck, cudaMemcpyDeviceToHost));
-    if (stuck.what != FusedStuck::none)
-      throw RuntimeError(describe(stuck, cfg_.watchdog_s));
+    if (stuck.what != FusedStuck::none) throw RuntimeError(describe(stuck, cfg_.watchdog_s));
     FusedTimes t;
     if (phase != FusedPhase::comm) t.compute_us = elapsed(compute_end_);
     if (communicates(phase)) t.comm_us = elapsed(comm_end_);
@@ -273,9 +273,10 @@ class CudaFused final : public FusedGemmAllReduce {
   std::string placement() const override {
     std::string s = fmt::format("GPU{} ({})", dev_, be_.gpu(dev_).model);
     if (sharing_ > 1)
-      s += fmt::format(", shared by {} ranks: they time-share it, so compute and comm of one "
-                       "rank also compete with the other ranks'",
-                       sharing_);
+      s += fmt::format(
+          ", shared by {} ranks: they time-share it, so compute and comm of one "
+          "rank also compete with the other ranks'",
+          sharing_);
     return s;
   }
 
@@ -304,10 +305,10 @@ class CudaFused final : public FusedGemmAllReduce {
       const auto rows = static_cast<int>(plan_.wave_row_count(w) * t.shape.base_m);
       const auto* a = A_.as<const std::byte>() + static_cast<std::size_t>(r0 * t.shape.K) * esize_;
       XB_BLAS(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(t.Np), rows,
-                           static_cast<int>(t.shape.K), &one, B_.p, type, static_cast<int>(t.Np),
-                           a, type, static_cast<int>(t.shape.K), &zero,
-                           C_.as<float>() + r0 * t.Np, CUDA_R_32F, static_cast<int>(t.Np),
-                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                           static_cast<int>(t.shape.K), &one, B_.p, type, static_cast<int>(t.Np), a,
+                           type, static_cast<int>(t.shape.K), &zero, C_.as<float>() + r0 * t.Np,
+                           CUDA_R_32F, static_cast<int>(t.Np), CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT));
       if (!signal) continue;
       if (cfg_.engine == CommEngine::sm)
         XB_CUDA(launch_set_flags(compute_, wave_ready_.as<unsigned>() + w, 1, epoch_));
@@ -338,7 +339,8 @@ class CudaFused final : public FusedGemmAllReduce {
       const std::int64_t first = plan_.wave_first_row(w), rows = plan_.wave_row_count(w);
       for (std::int64_t row = first; row < first + rows; ++row) {
         const int owner = static_cast<int>(row % t.nranks);
-        float* dst = args_.stage[owner] + rt_.rank() * args_.stage_slot + row / t.nranks * row_elems;
+        float* dst =
+            args_.stage[owner] + rt_.rank() * args_.stage_slot + row / t.nranks * row_elems;
         XB_CUDA(cudaMemcpyAsync(dst, C_.as<float>() + row * row_elems,
                                 static_cast<std::size_t>(row_elems) * sizeof(float),
                                 cudaMemcpyDeviceToDevice, comm_));
@@ -354,8 +356,8 @@ class CudaFused final : public FusedGemmAllReduce {
   // the watchdog (a kernel stuck without its own deadline) is an error too.
   void wait(FusedPhase phase) {
     const cudaEvent_t last = communicates(phase) ? comm_end_ : compute_end_;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration<double>(2 * cfg_.watchdog_s + 60);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(2 * cfg_.watchdog_s + 60);
     for (cudaEvent_t e : {compute_end_, last}) {
       if (phase == FusedPhase::comm && e == compute_end_) continue;
       while (true) {
@@ -365,9 +367,9 @@ class CudaFused final : public FusedGemmAllReduce {
         if (q == cudaSuccess) break;
         if (q != cudaErrorNotReady) XB_CUDA(q);
         if (std::chrono::steady_clock::now() > deadline)
-          throw RuntimeError(fmt::format(
-              "watchdog: GPU{} did not finish the fused phase within {:.0f} s", dev_,
-              2 * cfg_.watchdog_s + 60));
+          throw RuntimeError(
+              fmt::format("watchdog: GPU{} did not finish the fused phase within {:.0f} s", dev_,
+                          2 * cfg_.watchdog_s + 60));
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
     }
@@ -408,8 +410,8 @@ Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
   if (cfg.nranks > kFusedMaxRanks)
     return Support::no(fmt::format("gemm-ar on cuda takes at most {} ranks", kFusedMaxRanks));
   if (cfg.dtype != DType::half && cfg.dtype != DType::bf16 && cfg.dtype != DType::float32)
-    return Support::no(fmt::format(
-        "--dtype {}: the fused GEMM takes half, bf16 or float inputs", to_string(cfg.dtype)));
+    return Support::no(fmt::format("--dtype {}: the fused GEMM takes half, bf16 or float inputs",
+                                   to_string(cfg.dtype)));
   if (cfg.shape.base_n % 4 != 0)
     return Support::no(fmt::format(
         "--base-n {}: the comm kernel moves 16-byte vectors, so base-n must be a multiple of 4",
@@ -447,7 +449,8 @@ Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
     int per_sm = 0, sms = 0;
     XB_CUDA(fused_comm_blocks_per_sm(&per_sm, smem));
     XB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const int resident = resident_blocks(per_sm, sms, std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    const int resident =
+        resident_blocks(per_sm, sms, std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     if (cfg.comm_blocks > resident)
       return Support::no(fmt::format(
           "--comm-blocks {}: GPU{} keeps at most {} comm blocks resident at once ({} per SM x the "
@@ -455,13 +458,14 @@ Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
           "run: lower --comm-blocks",
           cfg.comm_blocks, dev, resident, per_sm));
     if (cfg.dtype == DType::bf16 && compute_major(dev) < 8)
-      return Support::no(fmt::format("--dtype bf16: GPU{} ({}) has no bf16 GEMM (before sm_80)",
-                                     dev, g.model));
+      return Support::no(
+          fmt::format("--dtype bf16: GPU{} ({}) has no bf16 GEMM (before sm_80)", dev, g.model));
     const FusedPlan p = make_fused_plan(cfg, rt.rank(), g.sms, cfg.engine == CommEngine::sm);
     const Tiling& t = p.t;
-    const auto need = p.window.bytes +
-                      static_cast<Bytes>(t.Mp * t.shape.K + t.shape.K * t.Np) * dtype_size(cfg.dtype) +
-                      static_cast<Bytes>(t.Mp * t.Np) * sizeof(float) + kBlasWorkspace;
+    const auto need =
+        p.window.bytes +
+        static_cast<Bytes>(t.Mp * t.shape.K + t.shape.K * t.Np) * dtype_size(cfg.dtype) +
+        static_cast<Bytes>(t.Mp * t.Np) * sizeof(float) + kBlasWorkspace;
     const Bytes free = be.free_memory(MemKind::device, dev);
     if (free && need > free)
       return Support::no(fmt::format("the shape needs {} on GPU{}, {} is free",

@@ -50,8 +50,8 @@ __global__ void copy_direct(uint4* __restrict__ dst, const uint4* __restrict__ s
       store_once(dst + base + static_cast<std::size_t>(u) * blockDim.x, v[u]);
   }
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = whole * chunk + static_cast<std::size_t>(blockIdx.x) * blockDim.x +
-                       threadIdx.x;
+  for (std::size_t i =
+           whole * chunk + static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < n16; i += stride)
     store_once(dst + i, load_once(src + i));
 }

@@ -212,9 +212,11 @@ Topology read_topology(const std::vector<GpuInfo>& gpus) {
         t.links.emplace_back("X");
         continue;
       }
-      std::string link = nvlink_pair(nv.ends[a], nv.ends[b], pci_key(gpus[b].pci), nv.p2p[a * n + b]);
+      std::string link =
+          nvlink_pair(nv.ends[a], nv.ends[b], pci_key(gpus[b].pci), nv.p2p[a * n + b]);
       if (link.empty())
-        link = hw ? pcie_path(hw->get(), objs[a], objs[b]) : std::string("PCIe (no hwloc topology)");
+        link =
+            hw ? pcie_path(hw->get(), objs[a], objs[b]) : std::string("PCIe (no hwloc topology)");
       t.links.push_back(std::move(link));
     }
   }

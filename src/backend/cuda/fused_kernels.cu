@@ -2,9 +2,9 @@
 // GPUs): the counter protocol of coll/fused.hpp with system-scope release/acquire, so
 // peers in other processes (CUDA IPC windows, the same GPU or another) see a
 // subtile's data before its counter.
-#include "backend/cuda/fused_kernels.hpp"
 #include "backend/common/last_error.hpp"
 #include "backend/cuda/device_clock.cuh"
+#include "backend/cuda/fused_kernels.hpp"
 
 namespace xb::cuda {
 namespace {
@@ -26,8 +26,8 @@ __device__ void add_release(unsigned* p, unsigned v) {
 // Thread 0 of the block waits until *p >= want (counters only grow), gives up
 // at the deadline or once another block of this rank gave up; the block
 // learns the verdict. A miss writes the error word once.
-__device__ bool block_wait(const FusedArgs& a, const unsigned* p, unsigned want,
-                           std::int32_t what, std::int32_t tile, std::int32_t sub) {
+__device__ bool block_wait(const FusedArgs& a, const unsigned* p, unsigned want, std::int32_t what,
+                           std::int32_t tile, std::int32_t sub) {
   __shared__ int ok;
   if (threadIdx.x == 0) {
     ok = 1;
@@ -112,8 +112,7 @@ __device__ void reduce_broadcast(const FusedArgs& a, std::int64_t stage_off, std
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         if (base + u * step >= n) continue;
-        const float4 v =
-            __ldcg(reinterpret_cast<const float4*>(st + src * a.stage_slot + off[u]));
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(st + src * a.stage_slot + off[u]));
         s[u].x += v.x;
         s[u].y += v.y;
         s[u].z += v.z;
@@ -123,8 +122,7 @@ __device__ void reduce_broadcast(const FusedArgs& a, std::int64_t stage_off, std
     for (int q = 0; q < a.nranks; ++q)
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u)
-        if (base + u * step < n)
-          *reinterpret_cast<float4*>(a.out[q] + out_off + off[u]) = s[u];
+        if (base + u * step < n) *reinterpret_cast<float4*>(a.out[q] + out_off + off[u]) = s[u];
   }
 }
 
@@ -157,7 +155,8 @@ __global__ void fused_comm(FusedArgs a) {
                       a.epoch * static_cast<unsigned>(a.nranks), FusedStuck::arrival, global,
                       it.sub))
         return;
-      const std::int64_t stage_off = (lrow * a.base_m + it.sub * a.comm_sub_m) * a.Np + col * a.base_n;
+      const std::int64_t stage_off =
+          (lrow * a.base_m + it.sub * a.comm_sub_m) * a.Np + col * a.base_n;
       const std::int64_t out_off = (row * a.base_m + it.sub * a.comm_sub_m) * a.Np + col * a.base_n;
       reduce_broadcast(a, stage_off, out_off);
       __syncthreads();
@@ -193,9 +192,8 @@ __global__ void arrive_rows(FusedArgs a, std::int64_t row0, std::int64_t rows) {
 
 cudaError_t launch_fused_comm(cudaStream_t s, const FusedArgs& a, int blocks,
                               std::size_t smem_bytes) {
-  return launch_reporting_own_error(cudaGetLastError, [&] {
-    fused_comm<<<blocks, kFusedThreads, smem_bytes, s>>>(a);
-  });
+  return launch_reporting_own_error(
+      cudaGetLastError, [&] { fused_comm<<<blocks, kFusedThreads, smem_bytes, s>>>(a); });
 }
 
 cudaError_t launch_set_flags(cudaStream_t s, unsigned* flags, int n, unsigned value) {
@@ -221,9 +219,9 @@ cudaError_t fused_comm_blocks_per_sm(int* blocks, std::size_t smem_bytes) {
 
 cudaError_t preload_fused_kernels() {
   cudaFuncAttributes attr;
-  for (const void* f : {reinterpret_cast<const void*>(fused_comm),
-                        reinterpret_cast<const void*>(set_flags),
-                        reinterpret_cast<const void*>(arrive_rows)})
+  for (const void* f :
+       {reinterpret_cast<const void*>(fused_comm), reinterpret_cast<const void*>(set_flags),
+        reinterpret_cast<const void*>(arrive_rows)})
     if (const cudaError_t e = cudaFuncGetAttributes(&attr, f); e != cudaSuccess) return e;
   return cudaSuccess;
 }

@@ -21,8 +21,8 @@ struct FusedArgs {
   const std::int32_t* offsets = nullptr;
   int rank = 0, nranks = 1;
   std::int64_t tiles_n = 0, Np = 0, base_m = 0, base_n = 0, comm_sub_m = 0, subtiles = 0;
-  std::int64_t stage_slot = 0;      // floats of one source's stage slot
-  const float* C = nullptr;         // this rank's Mp x Np product
+  std::int64_t stage_slot = 0;        // floats of one source's stage slot
+  const float* C = nullptr;           // this rank's Mp x Np product
   float* stage[kFusedMaxRanks] = {};  // each rank's stage (window + FusedWindow::stage)
   float* out[kFusedMaxRanks] = {};    // each rank's output
   unsigned* arrival[kFusedMaxRanks] = {};

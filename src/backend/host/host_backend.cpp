@@ -101,7 +101,8 @@ struct HostBackend::Topo {
 };
 
 HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
-  if (const char* t = std::getenv("XFERBENCH_HOST_THROTTLE"); t && *t) throttles_ = parse_throttle(t);
+  if (const char* t = std::getenv("XFERBENCH_HOST_THROTTLE"); t && *t)
+    throttles_ = parse_throttle(t);
   hwloc_topology_t t = topo_->hwloc.get();
   const int nnodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < nnodes; ++i) {

@@ -176,9 +176,9 @@ class CoreCopier final : public Copier {
     return run_gated(pools, ops.size(), [&](std::size_t i) {
       const int d = executing_device(ops[i]);
       auto st = std::make_shared<EventState>();
-      pools_[d]->submit(
-          throttled(staged_part(ops[i], tiles_[d].get()), backend_.throttle(*ops[i].src, *ops[i].dst)),
-          signal(st));
+      pools_[d]->submit(throttled(staged_part(ops[i], tiles_[d].get()),
+                                  backend_.throttle(*ops[i].src, *ops[i].dst)),
+                        signal(st));
       return st;
     });
   }

@@ -6,12 +6,11 @@
 // speed), DIR one of h2d, d2h, d2d, p2p (default: every copy that touches
 // the device); or A-B:FACTOR, the p2p copies between devices A and B (both
 // ways) only; or host:FACTOR, the copies touching host memory that is not
-// bound to a device's node (the default allocation: a misplaced buffer). Each worker stretches its part of a matching copy by
-// 1/FACTOR after doing it, so the copy really takes that long.
-// Ranks too, for fleet's pairs on one machine: rankR:FACTOR[:tx|rx] slows
-// what rank R sends (tx), receives (rx) or both (a slow "host"), and
-// rankA-rankB:FACTOR the traffic between two ranks both ways (a slow
-// "link"); the sender stretches each transfer the same way.
+// bound to a device's node (the default allocation: a misplaced buffer). Each worker stretches its
+// part of a matching copy by 1/FACTOR after doing it, so the copy really takes that long. Ranks
+// too, for fleet's pairs on one machine: rankR:FACTOR[:tx|rx] slows what rank R sends (tx),
+// receives (rx) or both (a slow "host"), and rankA-rankB:FACTOR the traffic between two ranks both
+// ways (a slow "link"); the sender stretches each transfer the same way.
 #include <string>
 #include <vector>
 
@@ -21,7 +20,7 @@ struct Throttle {
   int device = 0;
   int peer = -1;  // A-B: the other device of the pair; -1: any
   double factor = 1;
-  std::string dir;  // "" = every direction
+  std::string dir;    // "" = every direction
   bool rank = false;  // rankR / rankA-rankB: device and peer are ranks
 };
 

@@ -54,7 +54,7 @@ struct CollConfig {
   bool outofplace = true;
   bool inplace = true;
   TimeAgg agg = TimeAgg::max;
-  bool graph = false;  // --graph: timed iterations captured in a CUDA graph and replayed
+  bool graph = false;    // --graph: timed iterations captured in a CUDA graph and replayed
   bool samples = false;  // --samples: every iteration of every rank in the records
   // Test only (XFERBENCH_TEST_SLOW_RANK=R:US): rank `slow_rank` sleeps
   // `slow_us` before each timed call, inside its iteration.

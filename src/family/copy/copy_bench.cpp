@@ -271,8 +271,8 @@ std::vector<Record> run_copy(Backend& backend, const Registry& registry, const C
   std::vector<Record> out;
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& g = groups[gi];
-    const Support sup = cfg.waive_all.empty() ? group_support(backend, registry, g)
-                                               : Support::no(cfg.waive_all);
+    const Support sup =
+        cfg.waive_all.empty() ? group_support(backend, registry, g) : Support::no(cfg.waive_all);
     const Bytes biggest = *std::max_element(g.sizes->begin(), g.sizes->end());
     std::optional<Buffers> bufs;
     std::string alloc_error;

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "family/copy/copy_bench.hpp"
 #include "family/backend_choice.hpp"
+#include "family/copy/copy_bench.hpp"
 #include "family/cycles.hpp"
 #include "family/host_pages.hpp"
 #include "family/options.hpp"
@@ -157,7 +157,8 @@ Examples:
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& backend = *chosen.backend;
     apply_thread_counts(threads_, backend, cfg_.copier, cfg_.thread_counts);
-    if (const Support s = use_host_pages(backend, cfg_.huge_pages); !s.ok) cfg_.waive_all = s.reason;
+    if (const Support s = use_host_pages(backend, cfg_.huge_pages); !s.ok)
+      cfg_.waive_all = s.reason;
     validate_copy(backend, cfg_);
     Output out(run_);
     Registry registry;

@@ -114,7 +114,8 @@ class Bandwidth final : public Check {
     const Grade g = ctx.backend().name() == "host" ? Grade{0.3, 0.1} : Grade{};
     for (const auto& [p, probe_] : in_copy_order(ctx.probes().paths())) {
       auto [exp, why] = expected(ctx, p);
-      const auto probe = probe_;  // a variable, not a binding: lambdas capture it (C++20 in clang 14)
+      const auto probe =
+          probe_;  // a variable, not a binding: lambdas capture it (C++20 in clang 14)
       PairedCheck c{name(),
                     p.where(),
                     "GB/s",

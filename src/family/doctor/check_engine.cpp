@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
+#include "backend/select/select.hpp"
 #include "family/doctor/doctor_context.hpp"
 #include "family/engine/engine_bench.hpp"
-#include "backend/select/select.hpp"
 
 namespace xb::doctor {
 namespace {

@@ -1,7 +1,5 @@
 #include "family/doctor/doctor_checks.hpp"
 
-#include "backend/backend.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+
+#include "backend/backend.hpp"
 
 namespace xb {
 
@@ -214,8 +214,8 @@ std::vector<Finding> judge_engine_lanes(const std::vector<EngineLaneFigures>& la
       for (std::size_t l = 0; l < loops; ++l)
         r.push_back(lanes[i].gbps[l] / (lanes[i].line_gbps * kNicEfficiency));
     line[i] = judge(r, g);
-    every_lane_short = every_lane_short && line[i].verdict != Verdict::pass &&
-                       line[i].verdict != Verdict::none;
+    every_lane_short =
+        every_lane_short && line[i].verdict != Verdict::pass && line[i].verdict != Verdict::none;
   }
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     const auto& lane = lanes[i];
@@ -226,27 +226,26 @@ std::vector<Finding> judge_engine_lanes(const std::vector<EngineLaneFigures>& la
     const Judgement& p = peers[i];
     const Judgement& n = line[i];
     const std::string line_text =
-        lane.line_gbps > 0 ? fmt::format("{:.0f} % of nic {}'s line rate ({:.0f} Gb/s) x {:.2f}",
-                                         n.ratio.median * 100, lane.nic, lane.line_gbps * 8,
-                                         kNicEfficiency)
-                           : fmt::format("nic {}: no line rate in sysfs", lane.nic);
+        lane.line_gbps > 0
+            ? fmt::format("{:.0f} % of nic {}'s line rate ({:.0f} Gb/s) x {:.2f}",
+                          n.ratio.median * 100, lane.nic, lane.line_gbps * 8, kNicEfficiency)
+            : fmt::format("nic {}: no line rate in sysfs", lane.nic);
     if (p.verdict == Verdict::fail) {
       f.verdict = Verdict::fail;
       f.paired_ratio = p.ratio.median;
-      f.why = fmt::format("this lane is slow: {:.0f} % of its peers in each loop ({}); {}",
-                          p.ratio.median * 100,
-                          lane.nic.empty() ? std::string("UCX's own NIC choice") : "nic " + lane.nic,
-                          line_text);
+      f.why = fmt::format(
+          "this lane is slow: {:.0f} % of its peers in each loop ({}); {}", p.ratio.median * 100,
+          lane.nic.empty() ? std::string("UCX's own NIC choice") : "nic " + lane.nic, line_text);
     } else if (n.verdict != Verdict::none) {
       f.paired_ratio = n.ratio.median;
       f.verdict = n.verdict;
       if (n.verdict == Verdict::fail && lanes.size() > 1 && every_lane_short)
         f.verdict = Verdict::warn;
-      f.why = n.verdict == Verdict::pass
-                  ? line_text
-                  : f.verdict == Verdict::warn && lanes.size() > 1 && every_lane_short
-                  ? line_text + ": every lane is below its line rate alike, so the host (cores, "
-                                "UCX transport) limits them, not this NIC"
+      f.why = n.verdict == Verdict::pass ? line_text
+              : f.verdict == Verdict::warn && lanes.size() > 1 && every_lane_short
+                  ? line_text +
+                        ": every lane is below its line rate alike, so the host (cores, "
+                        "UCX transport) limits them, not this NIC"
                   : line_text + (n.settled ? "" : " (not settled: noisy loops)");
       if (p.verdict == Verdict::warn)
         f.why += fmt::format("; {:.0f} % of its peers", p.ratio.median * 100);

@@ -135,8 +135,8 @@ Interval median_interval(std::vector<double> values, double confidence = 0.90);
 
 struct Judgement {
   Verdict verdict = Verdict::none;
-  Interval ratio;              // of measured_i / expected_i over the rounds
-  bool settled = false;        // lo, median and hi all earn one grade
+  Interval ratio;        // of measured_i / expected_i over the rounds
+  bool settled = false;  // lo, median and hi all earn one grade
   int rounds = 0;
   std::vector<double> ratios;  // the rounds' ratios it was judged on
 };

@@ -11,10 +11,10 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "family/backend_choice.hpp"
 #include "family/doctor/doctor_ranks.hpp"
 #include "family/doctor/doctor_run.hpp"
 #include "family/engine/engine_bench.hpp"
-#include "family/backend_choice.hpp"
 #include "family/options.hpp"
 #include "family/output.hpp"
 #include "family/parse.hpp"

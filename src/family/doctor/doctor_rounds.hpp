@@ -44,7 +44,7 @@ struct PairedCheck {
   using At = std::function<std::pair<double, double>(std::size_t round)>;
   using Why = std::function<std::string(Verdict, double measured, double expected, double ratio)>;
   PairedCheck(std::string check_, std::string where_, std::string unit_, Grade grade_,
-             std::vector<Probe*> probes_, At at_, Why why_)
+              std::vector<Probe*> probes_, At at_, Why why_)
       : check(std::move(check_)),
         where(std::move(where_)),
         unit(std::move(unit_)),
@@ -55,7 +55,7 @@ struct PairedCheck {
   std::string check, where, unit;
   Grade grade;
   std::vector<Probe*> probes;  // what it reads: re-measured when it fails
-  At at;  // {measured, expected} of a round
+  At at;                       // {measured, expected} of a round
   Why why;  // the sentence under a verdict, from the medians and the paired ratio
   bool reference_only = false;  // measured for the record: no verdict
 };

@@ -96,12 +96,12 @@ bool device_memory_registrable(const Backend& b);
 struct EngineClientConfig {
   std::vector<engine::Op> ops{engine::Op::read};
   EngineMode mode = EngineMode::h2h;
-  int device = 0;                     // the client's device, for d2h and d2d
+  int device = 0;  // the client's device, for d2h and d2d
   EngineLane lane = EngineLane::automatic;
-  Bytes stage_chunk = 1ULL << 20;     // --stage-chunk
-  Bytes total = 64ULL << 20;  // -t per loop
-  Bytes block = 64ULL << 10;  // -k
-  int block_steps = 1;        // block * 2^i, i < steps
+  Bytes stage_chunk = 1ULL << 20;  // --stage-chunk
+  Bytes total = 64ULL << 20;       // -t per loop
+  Bytes block = 64ULL << 10;       // -k
+  int block_steps = 1;             // block * 2^i, i < steps
   int loops = 5;
   int warmup = 1;
   bool async = false;
@@ -122,7 +122,7 @@ struct EngineClientConfig {
   // --nic: lane i's UCX_NET_DEVICES (cycled; with one lane to each of
   // several servers, server i's); empty: UCX's choice.
   std::vector<std::string> nics;
-  std::vector<int> devices;       // --device 0,1: lane i's device (cycled); empty: `device`
+  std::vector<int> devices;  // --device 0,1: lane i's device (cycled); empty: `device`
   // Called before every loop (warm-up and timed) of a one-part run, on the
   // calling thread: fan-in's ranks start each loop together.
   std::function<void()> before_loop;
@@ -152,7 +152,7 @@ struct EngineServer {
 struct EngineRun {
   std::vector<Record> records;
   std::vector<std::vector<double>> loops_us;  // each record's loop times (none where it failed)
-  Params summary;  // ucx_version, transports, connect_ms, register_ms
+  Params summary;                             // ucx_version, transports, connect_ms, register_ms
 };
 
 // Runs every op and block size against the server behind `link`; the

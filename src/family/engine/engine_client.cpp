@@ -159,8 +159,8 @@ EngineRun waived_run(const EngineClientConfig& cfg, const std::vector<Bytes>& bl
   EngineRun run;
   for (Op op : cfg.ops)
     for (Bytes bs : blocks) {
-      Record r = Record::waived(op == Op::read ? "read" : "write", cfg.async ? "async" : "sync",
-                                -1, -1, cfg.total, why);
+      Record r = Record::waived(op == Op::read ? "read" : "write", cfg.async ? "async" : "sync", -1,
+                                -1, cfg.total, why);
       r.set(engine_field::mode, to_string(cfg.mode));
       r.set(engine_field::block, static_cast<std::int64_t>(bs));
       run.records.push_back(std::move(r));
@@ -379,11 +379,12 @@ EngineRun run_engine_client(const std::vector<EngineServer>& servers, const Engi
                             double connect_ms, Backend& backend) {
   const auto blocks = engine_blocks(cfg);
   if (client_on_device(cfg.mode) && backend.name() != "host" && backend.name() != "cuda")
-    return waived_run(cfg, blocks,
-                      fmt::format("mode {}: this version's engine cannot reach {} device memory (no "
-                                  "lane for it: UCX does not register it and there is no staging "
-                                  "copy path)",
-                                  to_string(cfg.mode), backend.name()));
+    return waived_run(
+        cfg, blocks,
+        fmt::format("mode {}: this version's engine cannot reach {} device memory (no "
+                    "lane for it: UCX does not register it and there is no staging "
+                    "copy path)",
+                    to_string(cfg.mode), backend.name()));
   if (const Support s = use_host_pages(backend, cfg.huge_pages); !s.ok)
     return waived_run(cfg, blocks, s.reason);
   const Bytes part_len = engine_part_length(cfg, servers.size());

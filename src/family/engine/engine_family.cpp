@@ -15,11 +15,11 @@
 #include "backend/select/select.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
-#include "core/timer.hpp"
-#include "family/engine/engine_bench.hpp"
 #include "core/sysinfo.hpp"
+#include "core/timer.hpp"
 #include "family/agree.hpp"
 #include "family/cycles.hpp"
+#include "family/engine/engine_bench.hpp"
 #include "family/host_pages.hpp"
 #include "family/options.hpp"
 #include "family/output.hpp"
@@ -98,7 +98,8 @@ void apply_lanes(const ClientArgs& a, EngineClientConfig& c) {
                                 {"--device", c.devices.size()}}) {
     if (n <= 1) continue;
     if (lanes && *lanes != static_cast<int>(n))
-      throw UsageError(fmt::format("{} lists {} for --lanes {}: give one per lane", what, n, *lanes));
+      throw UsageError(
+          fmt::format("{} lists {} for --lanes {}: give one per lane", what, n, *lanes));
     lanes = static_cast<int>(n);
   }
   c.lanes = lanes.value_or(1);
@@ -276,7 +277,8 @@ int run_client(const Family& f, const ClientArgs& a) {
   engine_part_length(cfg, endpoints.size());  // --lanes x servers against -t, before connecting
   if (a.err_mode == "auto") {
     cfg.peer_errors = false;
-    for (const auto& ep : endpoints) cfg.peer_errors = cfg.peer_errors || auto_peer_errors(ep.first);
+    for (const auto& ep : endpoints)
+      cfg.peer_errors = cfg.peer_errors || auto_peer_errors(ep.first);
   }
   const std::string token = engine::load_token(a.token_file);
   if (token.empty()) throw UsageError("no token: give --token-file FILE or set XFERBENCH_TOKEN");
@@ -391,8 +393,9 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
   Ranked r = start_ranked(f, a.run, inv, [&](Runtime& rt, Backend& be) {
     if (client_on_device(cfg.mode)) check_devices(be, cfg);
     if (!rt.single_host() && listen.empty())
-      throw UsageError("engine fanin across hosts: give --listen ADDRESS, rank 0's address that "
-                       "the other hosts reach");
+      throw UsageError(
+          "engine fanin across hosts: give --listen ADDRESS, rank 0's address that "
+          "the other hosts reach");
   });
   Runtime& rt = *r.rt;
   const std::string host = listen.empty() ? "127.0.0.1" : listen;
@@ -507,9 +510,11 @@ class EngineFamily final : public Family {
              "lanes or several servers: the lane (-1: the server's only lane, or the sum of its "
              "lanes)")
         .add(engine_field::nic, FieldRole::info, "--nic: the lane's NIC (UCX_NET_DEVICES)")
-        .add(engine_field::client, FieldRole::key, "fanin: the client's rank (-1: the server's total)")
+        .add(engine_field::client, FieldRole::key,
+             "fanin: the client's rank (-1: the server's total)")
         .add(engine_field::client_host, FieldRole::info, "fanin: the client's host")
-        .add(engine_field::share, FieldRole::metric, "fanin: the client's GB/s over the clients' sum")
+        .add(engine_field::share, FieldRole::metric,
+             "fanin: the client's GB/s over the clients' sum")
         .add(engine_field::fairness, FieldRole::metric,
              "fanin: Jain's index of the clients' GB/s (1: all equal, 1/N: one takes all)");
   }
@@ -523,9 +528,10 @@ class EngineFamily final : public Family {
              [](const Capabilities& c) {
                return c.backend == "host" || c.backend == "cuda"
                           ? Support::yes()
-                          : Support::no("this version's engine reaches host memory, the host "
-                                        "backend's NUMA nodes and CUDA memory (ucx, staged or "
-                                        "ipc) only");
+                          : Support::no(
+                                "this version's engine reaches host memory, the host "
+                                "backend's NUMA nodes and CUDA memory (ucx, staged or "
+                                "ipc) only");
              }});
   }
   std::string table_note(const Report& r) const override {
@@ -561,9 +567,10 @@ class EngineFamily final : public Family {
                            "shared token; created if missing (or XFERBENCH_TOKEN)");
     serve_app_->add_option("--accept-wait", serve_.accept_wait, "seconds to wait for all clients")
         ->default_str("60");
-    serve_app_->add_option("--mem", serve_.mem,
-                           "the region's memory: host, or device (--device of --backend; the "
-                           "host backend's devices are its NUMA nodes)")
+    serve_app_
+        ->add_option("--mem", serve_.mem,
+                     "the region's memory: host, or device (--device of --backend; the "
+                     "host backend's devices are its NUMA nodes)")
         ->check(CLI::IsMember({"host", "device"}))
         ->default_str("host");
     serve_app_->add_option("--device", serve_.device, "the device of --mem device")

@@ -178,7 +178,8 @@ class Ipc final : public OnBuffer {
       : OnBuffer(be, p),
         offset_(seg.ipc_offset + p.base),
         remote_(be.import_buffer(seg.ipc, p.device, seg.ipc_size)),
-        local_(be.allocate(p.client_device ? MemKind::device : MemKind::pinned, p.device, p.length)),
+        local_(
+            be.allocate(p.client_device ? MemKind::device : MemKind::pinned, p.device, p.length)),
         stream_(be.create_stream(p.device, {})),
         done_(be.create_event()) {}
   void transfer(Op op, const EngineReq& r) override {
@@ -219,11 +220,12 @@ std::unique_ptr<EngineLocal> make_engine_local(engine::Worker& w, Backend& be, c
     case EngineLane::staged:
       return std::make_unique<Staged>(w, be, p, seg, cfg);
     default:
-      return std::make_unique<Direct>(w,
-                                      p.client_device  ? be.allocate(MemKind::device, p.device, p.length)
-                                      : cfg.huge_pages ? be.allocate(MemKind::pageable, -1, p.length)
-                                                       : nullptr,
-                                      be, p, seg, cfg);
+      return std::make_unique<Direct>(
+          w,
+          p.client_device  ? be.allocate(MemKind::device, p.device, p.length)
+          : cfg.huge_pages ? be.allocate(MemKind::pageable, -1, p.length)
+                           : nullptr,
+          be, p, seg, cfg);
   }
 }
 

@@ -16,11 +16,11 @@
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/sysinfo.hpp"
+#include "family/cycles.hpp"
 #include "family/doctor/doctor_family.hpp"
 #include "family/fleet/fleet_judge.hpp"
 #include "family/fleet/fleet_pairs.hpp"
 #include "family/fleet/fleet_schedule.hpp"
-#include "family/cycles.hpp"
 #include "family/options.hpp"
 #include "family/output.hpp"
 #include "family/parse.hpp"
@@ -263,7 +263,8 @@ class FleetFamily final : public Family {
         .add(doctor_field::measured, FieldRole::metric, "the figure judged, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what it is held against; 0: none")
         .add(doctor_field::ratio, FieldRole::metric, "measured / expected")
-        .add(doctor_field::unit, FieldRole::info, "GB/s, us, hosts; census rows: checks, or the unit of the host's worst doctor finding")
+        .add(doctor_field::unit, FieldRole::info,
+             "GB/s, us, hosts; census rows: checks, or the unit of the host's worst doctor finding")
         .add(doctor_field::why, FieldRole::info, "one sentence: why, and where to look");
   }
   std::string name() const override { return "fleet"; }

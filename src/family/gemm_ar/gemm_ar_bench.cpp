@@ -126,7 +126,8 @@ void set_overlap_fields(Record& sum, const Phases& ph, const GemmArConfig& cfg, 
 }  // namespace
 
 void set_check_fields(Runtime& rt, Record& sum, const GemmArOutcome& o, const GemmArConfig& cfg) {
-  const auto [max_err, wrong] = check_gemm_ar_output(o.output, *o.tiling, rt.size(), o.atol, cfg.rtol);
+  const auto [max_err, wrong] =
+      check_gemm_ar_output(o.output, *o.tiling, rt.size(), o.atol, cfg.rtol);
   const double all_wrong = rt.sum(static_cast<double>(wrong));
   sum.set(gemm_field::max_err, rt.max(max_err));
   sum.set(gemm_field::wrong, static_cast<std::int64_t>(all_wrong));
@@ -247,9 +248,11 @@ void add_gemm_ar_records(Runtime& rt, const GemmArConfig& cfg, const GemmArOutco
   if (!ph.compute.empty()) {
     out.push_back(mode_record("compute", o.method, ph.compute, 0));
     out.push_back(mode_record("comm", o.method, ph.comm, bytes));
-    if (!ph.library.empty()) out.push_back(mode_record("library_allreduce", o.library, ph.library, bytes));
+    if (!ph.library.empty())
+      out.push_back(mode_record("library_allreduce", o.library, ph.library, bytes));
   }
-  if (!ph.sequential.empty()) out.push_back(mode_record("sequential", o.method, ph.sequential, bytes));
+  if (!ph.sequential.empty())
+    out.push_back(mode_record("sequential", o.method, ph.sequential, bytes));
   if (!ph.pipelined.empty()) out.push_back(mode_record("pipelined", o.method, ph.pipelined, bytes));
   Record sum =
       mode_record("gemm_ar", o.method, ph.pipelined.empty() ? ph.sequential : ph.pipelined, bytes);

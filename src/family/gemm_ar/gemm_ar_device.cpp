@@ -216,8 +216,8 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
   } else {
     out = op->output();
   }
-  add_gemm_ar_records(rt, cfg, outcome(cfg, op->plan(), out, lib.comm ? lib.comm->name() : ""),
-                      ph, res.records);
+  add_gemm_ar_records(rt, cfg, outcome(cfg, op->plan(), out, lib.comm ? lib.comm->name() : ""), ph,
+                      res.records);
   op->close();
   rt.barrier();
   return res;

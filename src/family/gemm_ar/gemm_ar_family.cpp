@@ -27,8 +27,7 @@ class GemmArFamily final : public Family {
         .add(waves, FieldRole::info, "tiles per compute worker, rounded up")
         .add(window_bytes, FieldRole::info, "symmetric window per rank, bytes");
     for (auto k : {compute_us, comm_us, library_allreduce_us, sequential_us, pipelined_us,
-                   compute_done_us, compute_alone_us, comm_alone_us, compute_both_us,
-                   comm_both_us})
+                   compute_done_us, compute_alone_us, comm_alone_us, compute_both_us, comm_both_us})
       schema_.add(k, FieldRole::metric, "median over the timed iterations, us");
     schema_.add(time_saved_us, FieldRole::metric, "sequential_us - pipelined_us, us")
         .add(ideal_us, FieldRole::metric,
@@ -56,8 +55,9 @@ class GemmArFamily final : public Family {
            [](const Capabilities& c) {
              return c.backend == "host" || c.device_ipc
                         ? Support::yes()
-                        : Support::no("the fused operator shares device windows between ranks, "
-                                      "which this backend cannot");
+                        : Support::no(
+                              "the fused operator shares device windows between ranks, "
+                              "which this backend cannot");
            }});
   }
   std::string table_note(const Report& r) const override {
@@ -116,21 +116,28 @@ class GemmArFamily final : public Family {
     app.add_option("--dtype", dtype_,
                    "A and B: half, bf16 or float (fp32 accumulation and output); default half "
                    "on a device backend, float on the host (the only one it computes)");
-    device_opts_.push_back(app.add_option_function<std::string>(
-           "--comm-engine",
-           [this](const std::string& e) { cfg_.engine = e == "ce" ? CommEngine::ce : CommEngine::sm; },
-           "device backends: sm (a persistent comm kernel on --comm-blocks SMs) or ce (copy "
-           "engines plus a reduce kernel on --comm-blocks SMs)")
-        ->check(CLI::IsMember({"sm", "ce"}))
-        ->default_str("sm"));
-    device_opts_.push_back(app.add_option("--comm-blocks", comm_blocks_,
-                   "device backends: thread blocks of the comm kernel; a list (8,16,32) runs the "
-                   "interference sweep: compute alone, comm alone and both at once per value")
-        ->default_str("8"));
-    device_opts_.push_back(app.add_option("--wave-rows", c.wave_rows,
-                   "device backends: tile rows per GEMM wave (default: enough tiles to fill the "
-                   "compute SMs)")
-        ->check(CLI::Range(1, 1 << 20)));
+    device_opts_.push_back(
+        app.add_option_function<std::string>(
+               "--comm-engine",
+               [this](const std::string& e) {
+                 cfg_.engine = e == "ce" ? CommEngine::ce : CommEngine::sm;
+               },
+               "device backends: sm (a persistent comm kernel on --comm-blocks SMs) or ce (copy "
+               "engines plus a reduce kernel on --comm-blocks SMs)")
+            ->check(CLI::IsMember({"sm", "ce"}))
+            ->default_str("sm"));
+    device_opts_.push_back(
+        app.add_option(
+               "--comm-blocks", comm_blocks_,
+               "device backends: thread blocks of the comm kernel; a list (8,16,32) runs the "
+               "interference sweep: compute alone, comm alone and both at once per value")
+            ->default_str("8"));
+    device_opts_.push_back(
+        app.add_option(
+               "--wave-rows", c.wave_rows,
+               "device backends: tile rows per GEMM wave (default: enough tiles to fill the "
+               "compute SMs)")
+            ->check(CLI::Range(1, 1 << 20)));
     app.add_option_function<std::string>(
            "--mode",
            [this](const std::string& m) {
@@ -174,8 +181,8 @@ Examples:
   Support fits(Backend& b, Runtime* rt) const override {
     if (b.name() == "host") {
       if (cfg_.dtype != DType::float32)
-        return Support::no(fmt::format("--dtype {}: the host backend computes float only",
-                                       to_string(cfg_.dtype)));
+        return Support::no(
+            fmt::format("--dtype {}: the host backend computes float only", to_string(cfg_.dtype)));
       if (device_options_)
         return Support::no(
             "--comm-engine, --comm-blocks and --wave-rows are options of the device backends");
@@ -225,7 +232,8 @@ Examples:
       validate_gemm_ar(rt, cfg_);
     });
     const bool host = r.backend->name() == "host";
-    GemmArResult res = host ? run_gemm_ar(*r.rt, cfg_) : run_gemm_ar_device(*r.rt, *r.backend, cfg_);
+    GemmArResult res =
+        host ? run_gemm_ar(*r.rt, cfg_) : run_gemm_ar_device(*r.rt, *r.backend, cfg_);
     Params p = params(host);
     if (!res.placement.empty()) p.emplace_back("placement", res.placement);
     if (!res.library_note.empty()) p.emplace_back("library_note", res.library_note);

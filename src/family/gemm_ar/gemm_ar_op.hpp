@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
+#include "coll/gemm_tiling.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/gemm_ar/sync.hpp"
-#include "coll/gemm_tiling.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {

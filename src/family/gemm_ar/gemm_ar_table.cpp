@@ -24,22 +24,24 @@ std::string gemm_tables(const Report& r) {
       continue;
     }
     if (rec.kase == "library_allreduce")
-      library = rec.method == "mpi" ? "MPI_Allreduce" : rec.method == "nccl" ? "ncclAllReduce" : rec.method;
+      library = rec.method == "mpi"    ? "MPI_Allreduce"
+                : rec.method == "nccl" ? "ncclAllReduce"
+                                       : rec.method;
     out += fmt::format("{:<18} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}\n", rec.kase,
                        rec.time_us.median, rec.time_us.min, rec.time_us.max, rec.time_us.cv * 100);
   }
   if (!interference.empty()) {
     out += fmt::format("\n{:>11} {:>14} {:>14} {:>14} {:>14} {:>9} {:>9} {:>8}\n", "CommBlocks",
-                       "Compute(us)", "Comm(us)", "Compute+(us)", "Comm+(us)", "CompSlow", "CommSlow",
-                       "Wrong");
+                       "Compute(us)", "Comm(us)", "Compute+(us)", "Comm+(us)", "CompSlow",
+                       "CommSlow", "Wrong");
     for (const Record* rec : interference) {
       auto d = [&](auto key) { return rec->get_or(key, -1.0); };
-      out += fmt::format("{:>11} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f} {:>8.3f}x {:>8.3f}x {:>8}\n",
-                         rec->get_or(gemm_field::comm_blocks, std::int64_t{-1}),
-                         d(gemm_field::compute_alone_us), d(gemm_field::comm_alone_us),
-                         d(gemm_field::compute_both_us), d(gemm_field::comm_both_us),
-                         d(gemm_field::compute_slowdown), d(gemm_field::comm_slowdown),
-                         rec->get_or(gemm_field::wrong, std::int64_t{-1}));
+      out += fmt::format(
+          "{:>11} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f} {:>8.3f}x {:>8.3f}x {:>8}\n",
+          rec->get_or(gemm_field::comm_blocks, std::int64_t{-1}), d(gemm_field::compute_alone_us),
+          d(gemm_field::comm_alone_us), d(gemm_field::compute_both_us), d(gemm_field::comm_both_us),
+          d(gemm_field::compute_slowdown), d(gemm_field::comm_slowdown),
+          rec->get_or(gemm_field::wrong, std::int64_t{-1}));
     }
     out += "Compute+/Comm+: the GEMM and a prefilled comm at once; slowdown = beside / alone\n";
   }
@@ -53,13 +55,12 @@ std::string gemm_tables(const Report& r) {
                      num(gemm_field::tiles), num(gemm_field::waves),
                      format_capacity(static_cast<Bytes>(num(gemm_field::window_bytes))));
   if (num(gemm_field::speedup) > 0) {
-    out += fmt::format(
-        "compute-only {:.1f} us · comm-only (RS+AG) {:.1f} us{}\n", num(gemm_field::compute_us),
-        num(gemm_field::comm_us),
-        num(gemm_field::library_allreduce_us) > 0
-            ? fmt::format(" · {} of the same bytes {:.1f} us", library,
-                          num(gemm_field::library_allreduce_us))
-            : std::string());
+    out += fmt::format("compute-only {:.1f} us · comm-only (RS+AG) {:.1f} us{}\n",
+                       num(gemm_field::compute_us), num(gemm_field::comm_us),
+                       num(gemm_field::library_allreduce_us) > 0
+                           ? fmt::format(" · {} of the same bytes {:.1f} us", library,
+                                         num(gemm_field::library_allreduce_us))
+                           : std::string());
     out += fmt::format("sequential {:.1f} us · pipelined {:.1f} us (compute done at {:.1f} us)\n",
                        num(gemm_field::sequential_us), num(gemm_field::pipelined_us),
                        num(gemm_field::compute_done_us));

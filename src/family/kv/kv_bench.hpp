@@ -13,7 +13,7 @@ namespace xb {
 
 // The fields kv adds to its records.
 namespace kv_field {
-inline constexpr FieldKey<std::int64_t> blocks{"blocks"};       // blocks per round
+inline constexpr FieldKey<std::int64_t> blocks{"blocks"};  // blocks per round
 inline constexpr FieldKey<std::int64_t> block_bytes{"block_bytes"};
 }  // namespace kv_field
 

@@ -6,10 +6,10 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
+#include "family/cycles.hpp"
 #include "family/engine/engine_family.hpp"
 #include "family/host_pages.hpp"
 #include "family/kv/kv_bench.hpp"
-#include "family/cycles.hpp"
 #include "family/options.hpp"
 #include "family/parse.hpp"
 #include "family/ranked.hpp"
@@ -80,11 +80,11 @@ Examples:
     Ranked r =
         start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_kv(rt, cfg_); });
     Params params = {{"block_bytes", static_cast<std::int64_t>(cfg_.block_bytes)},
-                           {"mem", std::string(cfg_.device_mem ? "device" : "host")},
-                           {"blocks", blocks_},
-                           {"iters", std::int64_t{cfg_.iters}},
-                           {"warmup", std::int64_t{cfg_.warmup}},
-                           {"check", cfg_.check}};
+                     {"mem", std::string(cfg_.device_mem ? "device" : "host")},
+                     {"blocks", blocks_},
+                     {"iters", std::int64_t{cfg_.iters}},
+                     {"warmup", std::int64_t{cfg_.warmup}},
+                     {"check", cfg_.check}};
     if (cfg_.huge_pages) params.emplace_back("host_mem", std::string("huge"));
     r.begin(*this, "kv", params);
     std::vector<Record> recs =

@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
-#include "family/latency/latency_bench.hpp"
 #include "family/cycles.hpp"
+#include "family/latency/latency_bench.hpp"
 #include "family/options.hpp"
 #include "family/parse.hpp"
 #include "family/ranked.hpp"

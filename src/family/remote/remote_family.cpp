@@ -8,11 +8,11 @@
 #include "core/error.hpp"
 #include "family/cycles.hpp"
 #include "family/host_pages.hpp"
-#include "family/remote/remote_bench.hpp"
-#include "family/remote/remote_windows.hpp"
 #include "family/options.hpp"
 #include "family/parse.hpp"
 #include "family/ranked.hpp"
+#include "family/remote/remote_bench.hpp"
+#include "family/remote/remote_windows.hpp"
 
 namespace xb {
 namespace {

@@ -147,7 +147,7 @@ class HostWindows final : public RemoteWindows {
   void settle() override {
     win_->sync();
     rt_.barrier(tr_ == Transport::rma && rt_.rank() == peer_ ? Runtime::Wait::spin
-                                                            : Runtime::Wait::idle);
+                                                             : Runtime::Wait::idle);
     win_->sync();
   }
 
