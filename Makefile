@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh Debian 12 machine:
 #   make run    install missing packages, configure, build, run the default suite (host backend)
 #   make test   the same set-up, then every pass of the test suite, in this order:
+#                 lint             the format check and clang-tidy over the tree (make lint)
 #                 test-release     the whole suite on the release build (build/default)
 #                 test-fake-accel  the suite again with a fake Ascend runtime first in `auto`
 #                 test-asan        the suite on an ASan + UBSan build (build/asan)
@@ -39,7 +40,7 @@ run: build
 	mpiexec -n 2 $(XB) coll allreduce --backend host -b 64K -e 4M
 	$(XB) engine selftest
 
-test: test-release test-fake-accel test-asan test-tsan test-fuzz
+test: lint test-release test-fake-accel test-asan test-tsan test-fuzz
 
 test-release: build
 	ctest --preset $(PRESET) -j2
