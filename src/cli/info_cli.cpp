@@ -24,7 +24,11 @@ Command add_list(CLI::App& root, const Families& families) {
       "list",
       "backends, devices and benchmarks, and why something cannot run (--format json: "
       "each command's record fields too)");
-  add_output_options(*app, *opts);
+  add_output_options(*app, *opts, false, false);
+  app->footer(R"(Examples:
+  xferbench list                          what the first available backend can run, and why not
+  xferbench list --backend host           the host backend's devices (NUMA nodes) and benchmarks
+  xferbench list --format json -o l.json  the same, with every command's record fields)");
   return {app, [opts, &families] {
             auto backend = make_backend(opts->backend);
             Output out(*opts);
@@ -51,7 +55,11 @@ Command add_topo(CLI::App& root) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* app = root.add_subcommand(
       "topo", "CPUs, NUMA nodes, caches, PCI devices, distance and link matrices");
-  add_output_options(*app, *opts);
+  add_output_options(*app, *opts, false, false);
+  app->footer(R"(Examples:
+  xferbench topo                          the machine and the first available backend's links
+  xferbench topo --backend cuda           GPU link matrix (NVLink, PCIe) and NUMA affinity
+  xferbench topo --format json -o t.json)");
   return {app, [opts] {
             auto backend = make_backend(opts->backend);
             Output out(*opts);

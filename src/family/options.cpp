@@ -9,17 +9,19 @@
 
 namespace xb {
 
-void add_output_options(CLI::App& app, RunOptions& opts, bool prom) {
+void add_output_options(CLI::App& app, RunOptions& opts, bool prom, bool records) {
   app.add_option(
          "--backend", opts.backend,
          "host, cuda, ascend, or auto: the first available that can run the command as asked")
       ->default_str("auto");
-  std::vector<std::string> formats{"table", "json", "csv", "jsonl"};
+  std::vector<std::string> formats{"table", "json"};
+  if (records) formats.insert(formats.end(), {"csv", "jsonl"});
   if (prom) formats.emplace_back("prom");
   app.add_option("--format", opts.format,
-                 prom ? "table, json, csv, jsonl, or prom (Prometheus text, for node_exporter's "
-                        "textfile collector)"
-                      : "table, json, csv or jsonl (a line per record, written as each finishes)")
+                 !records ? "table or json (csv and jsonl are for commands that write records)"
+                 : prom   ? "table, json, csv, jsonl, or prom (Prometheus text, for "
+                            "node_exporter's textfile collector)"
+                        : "table, json, csv or jsonl (a line per record, written as each finishes)")
       ->check(CLI::IsMember(formats))
       ->default_str("table");
   app.add_option("-o,--output", opts.output, "write the --format output to FILE")

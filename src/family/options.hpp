@@ -46,8 +46,10 @@ struct OfferedOptions {
 
 // --backend, --format, -o, -q, --min-bw, and those `offered` names.
 void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offered = {});
-// Only --backend, --format, -o, -q: for list and topo.
-void add_output_options(CLI::App& app, RunOptions& opts, bool prom = false);
+// Only --backend, --format, -o, -q (add_run_options calls it). `records`
+// false: the command writes facts, not records (list, topo), and its
+// --format help offers table and json only.
+void add_output_options(CLI::App& app, RunOptions& opts, bool prom = false, bool records = true);
 // For families on host memory only: `auto` means host; another backend is a
 // UsageError naming the family.
 RunOptions host_only(RunOptions opts, const std::string& family);

@@ -578,6 +578,12 @@ class EngineFamily final : public Family {
     serve_app_->add_option("--backend", serve_.backend, "whose device memory (auto: host)")
         ->default_str("auto");
     add_huge_pages_option(*serve_app_, serve_.huge);
+    serve_app_->footer(R"(Examples:
+  xferbench engine serve --listen 127.0.0.1:20000 --size 1G --token-file tok
+  xferbench engine serve --listen 0.0.0.0:20000 --size 4G --clients 4 --token-file tok
+  xferbench engine serve --mem device --device 1 --size 1G --token-file tok
+  xferbench engine serve --size 1G --host-mem huge --token-file tok   region on huge pages
+Clients: xferbench engine client --connect HOST:20000 --token-file tok)");
     client_app_ =
         app.add_subcommand("client", "read/write the server's region and report throughput");
     add_client_options(*client_app_, client_, true);
