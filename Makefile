@@ -108,7 +108,7 @@ bench: build
 format:
 	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 
-check-format:
+check-format: deps
 	scripts/format-check.sh
 
 tidy: configure
