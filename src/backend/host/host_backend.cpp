@@ -239,8 +239,7 @@ std::unique_ptr<Buffer> HostBackend::allocate(MemKind kind, int device, Bytes si
   if (kind == MemKind::device) check_device(device);
   if (huge_->on) return allocate_huge(kind, device, size);
   switch (kind) {
-    case MemKind::device: {
-      check_device(device);
+    case MemKind::device: {  // device checked above
       hwloc_topology_t t = topo_->hwloc.get();
       void* p = bind_to_node(device, size);
       return std::make_unique<BoundBuffer>(t, MemKind::device, device, size, p);
