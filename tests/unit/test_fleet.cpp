@@ -299,6 +299,61 @@ TEST(FleetJudge, ConfirmationKeepsWhatReproducesOnly) {
   EXPECT_TRUE(downgraded);
 }
 
+// A slow link of a host that noise made look slow: the host is cleared by
+// its re-measurement, then its links are judged against that figure and
+// the slow one, measured alone, stays; the noisy ones do not.
+TEST(FleetJudge, ClearedHostsLinksAreJudgedThenConfirmed) {
+  Synthetic s(5);
+  s.slow_link = {{1, 2}};
+  s.slow_dir = {{3, 1}, {4, 1}};  // noise: 1 looks slow receiving
+  s.noise = 0.05;
+  auto j = judge(s);
+  ASSERT_EQ(j.slow_hosts, std::vector<int>{1});
+  ASSERT_TRUE(j.slow_links.empty());  // 1's links are hidden behind it
+  const auto pairs = confirmation_pairs(j);
+  ASSERT_EQ(pairs.size(), 2u);
+  const std::vector<PairFigures> again = {{pairs[0].a, pairs[0].b, 9.6, 9.9},
+                                          {pairs[1].a, pairs[1].b, 9.7, 9.8}};
+  confirm_fleet(j, names_of(5), again, {});
+  EXPECT_TRUE(j.slow_hosts.empty());
+  const auto links = judge_cleared_links(j, fleet_matrix(5, s.figures()), names_of(5), {});
+  EXPECT_EQ(links, (std::vector<FleetPair>{{1, 2}, {1, 3}, {1, 4}}));
+  EXPECT_EQ(j.slow_links, links);
+  // Alone: 1<->2 is still slow, the others are not.
+  confirm_links(j, names_of(5), links, {{1, 2, 0.5, 0.6}, {1, 3, 9.7, 9.5}, {1, 4, 9.8, 9.4}}, {});
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{1, 2}}));
+  EXPECT_EQ(j.warn_links.size(), 2u);
+  int fails = 0;
+  for (const auto& f : j.findings)
+    if (f.check == "link" && f.verdict == Verdict::fail) {
+      ++fails;
+      EXPECT_EQ(f.where, "h1<->h2");
+      EXPECT_NE(f.why.find("judged after h1 was cleared"), std::string::npos) << f.why;
+      EXPECT_NE(f.why.find("again alone"), std::string::npos) << f.why;
+    }
+  EXPECT_EQ(fails, 1);
+  // A confirmed slow link of the first round is left as it was.
+  auto k = judge(s);
+  k.slow_links.push_back({0, 3});
+  confirm_links(k, names_of(5), {}, {}, {});
+  EXPECT_EQ(k.slow_links, (std::vector<FleetPair>{{0, 3}}));
+}
+
+// Two passes, one disturbed: the cell keeps the better figure (a fault
+// shows in both), and the latency the lower; three passes take the median.
+TEST(FleetJudge, OneDisturbedPassOfTwoDoesNotMakeACellSlow) {
+  const std::vector<PairFigures> two = {{0, 1, 9, 8, 0, 5, 9}, {0, 1, 0.9, 8.5, 0, 50, 90}};
+  const auto m = fleet_matrix(2, two);
+  EXPECT_EQ(m.send[0][1], 9);
+  EXPECT_EQ(m.send[1][0], 8.5);
+  EXPECT_EQ(m.p50[0][1], 5);
+  EXPECT_EQ(m.p99[1][0], 9);
+  auto three = two;
+  three.push_back({0, 1, 1, 8.2, 0, 40, 80});
+  EXPECT_EQ(fleet_matrix(2, three).send[0][1], 1);  // slow in two of three: slow
+  EXPECT_EQ(fleet_matrix(2, three).p50[0][1], 40);
+}
+
 TEST(FleetJudge, MissingPairsAreNotMeasuredNotSlow) {
   Synthetic s(4);
   auto figs = s.figures();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -247,6 +248,86 @@ std::string nic_note(const std::vector<std::string>& hosts) {
   return "";
 }
 
+// The steps of pairs, every rank its part; rank 0 keeps each step's records
+// (`done`, the moment the step ends) and returns the figures.
+class PairSteps {
+ public:
+  PairSteps(Runtime& rt, const std::vector<int>& members, const std::vector<std::string>& names,
+            const FleetConfig& cfg, const std::vector<host::Throttle>& throttle,
+            const Progress& progress, std::function<void(Record)> done)
+      : rt_(rt),
+        members_(members),
+        names_(names),
+        cfg_(cfg),
+        throttle_(throttle),
+        progress_(progress),
+        done_(std::move(done)),
+        buf_(cfg.pair.size, rt.rank()),
+        tag_slots_(std::max(1, rt.max_tag() / 16 - 1)) {}
+
+  // `confirm`: re-measurements (one pair a step), marked so in the records.
+  std::vector<PairFigures> run(const std::vector<FleetStep>& steps, bool confirm) {
+    std::vector<PairFigures> figures;
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      if (progress_)
+        progress_(s, steps.size(),
+                  confirm ? std::string("confirming suspects")
+                          : fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1));
+      const auto sides =
+          run_step(rt_, steps[s], members_, cfg_, buf_, throttle_, 16 * (tags_++ % tag_slots_));
+      if (rt_.root()) {
+        StepRecords sr = step_records(steps[s], members_, names_, sides, cfg_, confirm);
+        for (auto& rec : sr.records) done_(std::move(rec));
+        for (auto& f : sr.figures) figures.push_back(f);
+      }
+      stop_point(&rt_);
+    }
+    return figures;
+  }
+
+  // Rank 0's `suspects` (broadcast), measured again one at a time.
+  std::vector<PairFigures> again(const std::vector<FleetPair>& suspects) {
+    std::string plan;
+    for (const auto& p : suspects) plan += fmt::format("{} {} ", p.a, p.b);
+    plan = rt_.broadcast_text(std::move(plan), 0);
+    std::vector<FleetStep> steps;
+    std::istringstream in(plan);
+    for (FleetPair p; in >> p.a >> p.b;)
+      steps.push_back({-1, static_cast<int>(steps.size()), 0, {p}});
+    confirmed_ += steps.size();
+    return run(steps, true);
+  }
+  std::size_t confirmed() const { return confirmed_; }
+
+ private:
+  Runtime& rt_;
+  const std::vector<int>& members_;
+  const std::vector<std::string>& names_;
+  const FleetConfig& cfg_;
+  const std::vector<host::Throttle>& throttle_;
+  const Progress& progress_;
+  std::function<void(Record)> done_;
+  PairBuffers buf_;
+  int tag_slots_;
+  int tags_ = 0;
+  std::size_t confirmed_ = 0;
+};
+
+// The fleet's expected figure: --expected, else 0.8 x the median over hosts
+// of the fastest NIC's rate; 0 with `note` saying why there is none.
+double expected_gbps(Runtime& rt, const std::vector<std::string>& hosts, double given,
+                     std::string& note) {
+  if (given > 0) return given;
+  note = nic_note(hosts);
+  std::vector<double> rates;
+  for (const auto& w : rt.allgather(fmt::format("{}", fastest_nic_mbps(net_interfaces()))))
+    rates.push_back(std::atof(w.c_str()));
+  const double mbps = robust_median(rates, false);
+  if (note.empty() && mbps > 0) return mbps / 8 / 1e3 * 0.80;
+  if (note.empty()) note = "no NIC reports a link rate in sysfs (give --expected GBPS)";
+  return 0;
+}
+
 // ---- the family ------------------------------------------------------------------
 
 class FleetFamily final : public Family {
@@ -478,69 +559,35 @@ int FleetFamily::run(const Invocation& inv) {
   }
 
   // The pair rounds.
-  PairBuffers buf(cfg_.pair.size, rt.rank());
-  const int tag_slots = std::max(1, rt.max_tag() / 16 - 1);
-  int tags = 0;
+  PairSteps pairs(rt, members, names, cfg_, throttle, progress, done);
   std::vector<int> index(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) index[i] = static_cast<int>(i);
-  const auto steps = fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed);
-  std::vector<PairFigures> figures;
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    if (progress)
-      progress(s, steps.size(),
-               fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1));
-    const auto sides =
-        run_step(rt, steps[s], members, cfg_, buf, throttle, 16 * (tags++ % tag_slots));
-    if (rt.root()) {
-      StepRecords sr = step_records(steps[s], members, names, sides, cfg_, false);
-      for (auto& rec : sr.records) done(std::move(rec));
-      for (auto& f : sr.figures) figures.push_back(f);
-    }
-    stop_point(&rt);
-  }
+  const FleetMatrix m = fleet_matrix(
+      static_cast<int>(members.size()),
+      pairs.run(fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed), false));
 
   // The verdicts, then the suspects again, alone.
-  const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), figures);
-  double expected = cfg_.expected;
   std::string note;
-  if (expected <= 0) {
-    note = nic_note(hosts);
-    std::vector<double> rates;
-    for (const auto& w : rt.allgather(fmt::format("{}", fastest_nic_mbps(net_interfaces()))))
-      rates.push_back(std::atof(w.c_str()));
-    const double mbps = robust_median(rates, false);
-    if (note.empty() && mbps > 0) expected = mbps / 8 / 1e3 * 0.80;
-    if (note.empty() && !(mbps > 0))
-      note = "no NIC reports a link rate in sysfs (give --expected GBPS)";
-  }
+  const double expected = expected_gbps(rt, hosts, cfg_.expected, note);
   FleetJudgement j;
-  std::string plan;
+  std::vector<FleetPair> suspects;
   if (rt.root()) {
     j = judge_fleet(m, member_names, expected, note, cfg_.thresholds);
-    for (const auto& p : confirmation_pairs(j)) plan += fmt::format("{} {} ", p.a, p.b);
+    suspects = confirmation_pairs(j);
   }
-  plan = rt.broadcast_text(std::move(plan), 0);
-  std::vector<FleetPair> again_pairs;
-  {
-    std::istringstream in(plan);
-    FleetPair p;
-    while (in >> p.a >> p.b) again_pairs.push_back(p);
+  const std::vector<PairFigures> again = pairs.again(suspects);
+  // A host the first round cleared: its links, hidden behind it until now,
+  // judged and their suspects measured alone.
+  suspects.clear();
+  if (rt.root() && !again.empty()) {
+    confirm_fleet(j, member_names, again, cfg_.thresholds);
+    suspects = judge_cleared_links(j, m, member_names, cfg_.thresholds);
   }
-  std::vector<PairFigures> again;
-  for (std::size_t k = 0; k < again_pairs.size(); ++k) {
-    const FleetStep step{-1, static_cast<int>(k), 0, {again_pairs[k]}};
-    if (progress) progress(k, again_pairs.size(), "confirming suspects");
-    const auto sides = run_step(rt, step, members, cfg_, buf, throttle, 16 * (tags++ % tag_slots));
-    if (rt.root()) {
-      StepRecords sr = step_records(step, members, names, sides, cfg_, true);
-      for (auto& rec : sr.records) done(std::move(rec));
-      for (auto& f : sr.figures) again.push_back(f);
-    }
-    stop_point(&rt);
-  }
+  const std::vector<PairFigures> again_links = pairs.again(suspects);
+  if (rt.root() && !again_links.empty())
+    confirm_links(j, member_names, suspects, again_links, cfg_.thresholds);
   Params summary;
   if (rt.root()) {
-    if (!again_pairs.empty()) confirm_fleet(j, member_names, again, cfg_.thresholds);
     for (const auto& f : j.findings) done(verdict_record(f));
     std::vector<std::string> sh, sl;
     for (int h : j.slow_hosts) sh.push_back(member_names[static_cast<std::size_t>(h)]);
@@ -556,7 +603,7 @@ int FleetFamily::run(const Invocation& inv) {
         {"thresholds", fmt::format("PASS >= {:g}, WARN >= {:g}, latency WARN above {:g}x",
                                    cfg_.thresholds.grade.warn_below,
                                    cfg_.thresholds.grade.fail_below, cfg_.thresholds.latency_warn)},
-        {"confirmed", std::int64_t(again_pairs.size())}};
+        {"confirmed", static_cast<std::int64_t>(pairs.confirmed())}};
   }
   return r.report(*this, {"fleet", {}, params, std::move(all), std::move(summary)}, run_);
 }

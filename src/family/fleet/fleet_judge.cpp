@@ -22,7 +22,9 @@ double at(const Grid& g, int i, int j) {
   return g[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
 }
 
-// Median over passes of each cell.
+// Median over passes of each cell; of an even count, the better middle one
+// (`upper` for GB/s, the lower for latency): a fault shows in every pass,
+// so one disturbed pass of two does not make a cell slow.
 struct Cells {
   std::vector<std::vector<std::vector<double>>> v;
   explicit Cells(int n)
@@ -31,12 +33,12 @@ struct Cells {
   void add(int i, int j, double x) {
     if (!std::isnan(x)) v[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].push_back(x);
   }
-  Grid medians(int n) const {
+  Grid medians(int n, bool upper) const {
     Grid g = grid(n);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j)
         at(g, i, j) =
-            robust_median(v[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], false);
+            robust_median(v[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], upper);
     return g;
   }
 };
@@ -53,6 +55,57 @@ Finding* find_row(std::vector<Finding>& rows, const std::string& check, const st
   for (auto& f : rows)
     if (f.check == check && f.where == where) return &f;
   return nullptr;
+}
+
+// B of a re-measured pair: its weaker direction.
+double remeasured(const PairFigures& f) {
+  return std::isnan(f.ab) || std::isnan(f.ba) ? kNotMeasured : std::min(f.ab, f.ba);
+}
+
+// A suspect that its re-measurement did not confirm becomes a WARN.
+void downgrade(FleetJudgement& j, const std::string& check, const std::string& where, double x) {
+  if (Finding* f = find_row(j.findings, check, where)) {
+    f->verdict = Verdict::warn;
+    f->why += std::isnan(x) ? "; not measured again: not confirmed"
+                            : fmt::format(
+                                  "; not reproduced when measured again alone ({:.3g} GB/s): "
+                                  "transient or contention",
+                                  x);
+  }
+}
+
+// A link's row against `ref`, the weaker typical figure of its ends; a
+// FAIL or WARN goes to j's lists. `after` ends the why (may be empty).
+void judge_link(FleetJudgement& j, const FleetMatrix& m, const std::vector<std::string>& names,
+                int a, int b, double ref, const FleetThresholds& t, const std::string& after) {
+  const double B = pair_figure(m, a, b);
+  if (std::isnan(B) || std::isnan(ref) || ref <= 0) return;
+  const Verdict v = grade(B / ref, t.grade.warn_below, t.grade.fail_below);
+  if (v == Verdict::pass) return;
+  const std::string& an = names[static_cast<std::size_t>(a)];
+  const std::string& bn = names[static_cast<std::size_t>(b)];
+  const double ab = at(m.send, a, b), ba = at(m.send, b, a);
+  std::string why = fmt::format(
+      "both ends reach {:.3g} GB/s with others; {}->{} {:.3g}, {}->{} {:.3g} GB/s: ", ref, an, bn,
+      ab, bn, an, ba);
+  const double hi = std::max(ab, ba);
+  if (hi > 0 && std::min(ab, ba) / hi < t.grade.warn_below && hi / ref >= t.grade.warn_below)
+    why += fmt::format(
+        "the path from {} to {} (one direction: a transmit queue, a shaping rule, "
+        "one fiber of the pair)",
+        ab < ba ? an : bn, ab < ba ? bn : an);
+  else
+    why += "the path between them (cables, switch ports, routes)";
+  why += after;
+  (v == Verdict::fail ? j.slow_links : j.warn_links).push_back({a, b});
+  j.findings.push_back({"link", pair_name(names, a, b), v, B, ref, "GB/s", why});
+}
+
+// A member's typical figure for the link rule: its re-measured one where
+// confirmation cleared it.
+double link_typical(const FleetJudgement& j, int i) {
+  const auto k = static_cast<std::size_t>(i);
+  return k < j.cleared.size() && !std::isnan(j.cleared[k]) ? j.cleared[k] : j.typical[k];
 }
 
 }  // namespace
@@ -80,7 +133,8 @@ FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures) {
     p99.add(f.a, f.b, f.p99_us);
     p99.add(f.b, f.a, f.p99_us);
   }
-  return {n, send.medians(n), both.medians(n), p50.medians(n), p99.medians(n)};
+  return {n, send.medians(n, true), both.medians(n, true), p50.medians(n, false),
+          p99.medians(n, false)};
 }
 
 double pair_figure(const FleetMatrix& m, int i, int j) {
@@ -190,28 +244,10 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
       if (contains(j.slow_hosts, a) || contains(j.slow_hosts, b)) continue;
-      const double B = pair_figure(m, a, b);
-      const double ref =
-          std::min(j.typical[static_cast<std::size_t>(a)], j.typical[static_cast<std::size_t>(b)]);
-      if (std::isnan(B) || std::isnan(ref) || ref <= 0) continue;
-      const Verdict v = grade(B / ref, t.grade.warn_below, t.grade.fail_below);
-      if (v == Verdict::pass) continue;
-      const std::string& an = names[static_cast<std::size_t>(a)];
-      const std::string& bn = names[static_cast<std::size_t>(b)];
-      const double ab = at(m.send, a, b), ba = at(m.send, b, a);
-      std::string why = fmt::format(
-          "both ends reach {:.3g} GB/s with others; {}->{} {:.3g}, {}->{} {:.3g} GB/s: ", ref, an,
-          bn, ab, bn, an, ba);
-      const double hi = std::max(ab, ba);
-      if (hi > 0 && std::min(ab, ba) / hi < t.grade.warn_below && hi / ref >= t.grade.warn_below)
-        why += fmt::format(
-            "the path from {} to {} (one direction: a transmit queue, a shaping rule, "
-            "one fiber of the pair)",
-            ab < ba ? an : bn, ab < ba ? bn : an);
-      else
-        why += "the path between them (cables, switch ports, routes)";
-      (v == Verdict::fail ? j.slow_links : j.warn_links).push_back({a, b});
-      rows.push_back({"link", pair_name(names, a, b), v, B, ref, "GB/s", why});
+      judge_link(
+          j, m, names, a, b,
+          std::min(j.typical[static_cast<std::size_t>(a)], j.typical[static_cast<std::size_t>(b)]),
+          t, "");
     }
 
   // Latency: WARN only (one-way p50 of an 8-byte ping-pong).
@@ -247,24 +283,12 @@ std::vector<FleetPair> confirmation_pairs(const FleetJudgement& j) {
 
 void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
                    const std::vector<PairFigures>& again, const FleetThresholds& t) {
-  const auto figure = [](const PairFigures& f) {
-    return std::isnan(f.ab) || std::isnan(f.ba) ? kNotMeasured : std::min(f.ab, f.ba);
-  };
-  const auto downgrade = [&](const std::string& check, const std::string& where, double x) {
-    if (Finding* f = find_row(j.findings, check, where)) {
-      f->verdict = Verdict::warn;
-      f->why += std::isnan(x) ? "; not measured again: not confirmed"
-                              : fmt::format(
-                                    "; not reproduced when measured again alone ({:.3g} GB/s): "
-                                    "transient or contention",
-                                    x);
-    }
-  };
+  j.cleared.assign(j.typical.size(), kNotMeasured);
   std::vector<int> hosts;
   for (int h : j.slow_hosts) {
     std::vector<double> xs;
     for (const auto& f : again)
-      if (f.a == h || f.b == h) xs.push_back(figure(f));
+      if (f.a == h || f.b == h) xs.push_back(remeasured(f));
     const double x = robust_median(xs, true);
     if (!std::isnan(x) && x / j.reference < t.grade.fail_below) {
       hosts.push_back(h);
@@ -272,17 +296,50 @@ void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
         f->why += fmt::format("; again against the healthiest hosts: {:.3g} GB/s", x);
     } else {
       j.warn_hosts.push_back(h);
-      downgrade("host", names[static_cast<std::size_t>(h)], x);
+      j.cleared[static_cast<std::size_t>(h)] = x;
+      downgrade(j, "host", names[static_cast<std::size_t>(h)], x);
     }
   }
   j.slow_hosts = hosts;
+  confirm_links(j, names, std::vector<FleetPair>(j.slow_links), again, t);
+}
+
+std::vector<FleetPair> judge_cleared_links(FleetJudgement& j, const FleetMatrix& m,
+                                           const std::vector<std::string>& names,
+                                           const FleetThresholds& t) {
+  const std::size_t before = j.slow_links.size();
+  const auto cleared = [&](int i) {
+    const auto k = static_cast<std::size_t>(i);
+    return k < j.cleared.size() && !std::isnan(j.cleared[k]);
+  };
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) {
+      // Links of a cleared host with a host that is not slow (a pair of two
+      // ordinary hosts was judged by judge_fleet already).
+      if (!cleared(a) && !cleared(b)) continue;
+      if (contains(j.slow_hosts, a) || contains(j.slow_hosts, b)) continue;
+      const int c = cleared(a) ? a : b;
+      judge_link(
+          j, m, names, a, b, std::min(link_typical(j, a), link_typical(j, b)), t,
+          fmt::format("; judged after {} was cleared ({:.3g} GB/s measured again)",
+                      names[static_cast<std::size_t>(c)], j.cleared[static_cast<std::size_t>(c)]));
+    }
+  return {j.slow_links.begin() + static_cast<std::ptrdiff_t>(before), j.slow_links.end()};
+}
+
+void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
+                   const std::vector<FleetPair>& suspects, const std::vector<PairFigures>& again,
+                   const FleetThresholds& t) {
   std::vector<FleetPair> links;
   for (const auto& l : j.slow_links) {
+    if (std::find(suspects.begin(), suspects.end(), l) == suspects.end()) {
+      links.push_back(l);
+      continue;
+    }
     double x = kNotMeasured;
     for (const auto& f : again)
-      if ((f.a == l.a && f.b == l.b) || (f.a == l.b && f.b == l.a)) x = figure(f);
-    const double ref = std::min(j.typical[static_cast<std::size_t>(l.a)],
-                                j.typical[static_cast<std::size_t>(l.b)]);
+      if ((f.a == l.a && f.b == l.b) || (f.a == l.b && f.b == l.a)) x = remeasured(f);
+    const double ref = std::min(link_typical(j, l.a), link_typical(j, l.b));
     const std::string where = pair_name(names, l.a, l.b);
     if (!std::isnan(x) && x / ref < t.grade.fail_below) {
       links.push_back(l);
@@ -290,7 +347,7 @@ void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
         f->why += fmt::format("; again alone: {:.3g} GB/s", x);
     } else {
       j.warn_links.push_back(l);
-      downgrade("link", where, x);
+      downgrade(j, "link", where, x);
     }
   }
   j.slow_links = links;

@@ -2,7 +2,7 @@
 // `xferbench fleet`'s verdicts, pure: from the pair matrix to the slow
 // hosts and links. The rules (README, "fleet"):
 // - B(i,j), a pair's figure: the weaker of its two directions (median over
-//   iterations, then over passes).
+//   iterations, then over passes; of an even count of passes the higher).
 // - A host's typical figure m(i): the upper median of B(i,j) over its
 //   partners (a host fast with half of them is not blamed for the other
 //   half); the fleet's reference R: the median of m(i). Robust while fewer
@@ -17,7 +17,10 @@
 //   fleet_fail of it, "the whole fleet is slow", a configuration problem.
 // - Fewer than 4 hosts cannot tell a slow host from a slow link: said.
 // Confirmation (confirm_fleet): a FAIL stays a FAIL only if its
-// re-measurement, alone, fails again.
+// re-measurement, alone, fails again. A suspect host hides its links from
+// the link rule; one that confirmation clears gets its links judged then
+// (judge_cleared_links, against its re-measured figure), and those that
+// fail are measured alone in a second round (confirm_links).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -41,7 +44,8 @@ struct PairFigures {
 };
 
 // n x n, indexed by member: send[i][j] GB/s from i to j, lat[i][j] the
-// one-way p50 (symmetric); NaN where not measured. Medians over passes.
+// one-way p50 (symmetric); NaN where not measured. Medians over passes
+// (of an even count the better middle one: the higher GB/s, the lower us).
 struct FleetMatrix {
   int n = 0;
   std::vector<std::vector<double>> send, both, p50, p99;
@@ -75,6 +79,9 @@ struct FleetJudgement {
   double expected = 0;                           // 0: none
   double latency_reference = 0;                  // us
   std::vector<double> typical, tx, rx, latency;  // per member
+  // Per member: the figure of a suspect host that confirmation cleared,
+  // measured again against the healthiest hosts (NaN for the others).
+  std::vector<double> cleared;
 };
 
 // `names[i]` names member i; `expected_gbps` 0 when no figure is known
@@ -92,5 +99,20 @@ std::vector<FleetPair> confirmation_pairs(const FleetJudgement& j);
 // not becomes a WARN, "not reproduced: transient or contention".
 void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
                    const std::vector<PairFigures>& again, const FleetThresholds& t);
+
+// After confirm_fleet: the links of each cleared host, judged now with its
+// re-measured figure as its typical one (a slow link of it was hidden
+// behind the host's suspicion: the noise that made the host look slow
+// need not have touched that link). Adds their rows; returns the new FAIL
+// links, to be measured alone and passed to confirm_links.
+std::vector<FleetPair> judge_cleared_links(FleetJudgement& j, const FleetMatrix& m,
+                                           const std::vector<std::string>& names,
+                                           const FleetThresholds& t);
+
+// Confirms `suspects` (FAIL links) on their re-measurements alone, as
+// confirm_fleet does; the other entries of j.slow_links stay as they are.
+void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
+                   const std::vector<FleetPair>& suspects, const std::vector<PairFigures>& again,
+                   const FleetThresholds& t);
 
 }  // namespace xb
