@@ -1,6 +1,7 @@
 #pragma once
 // `xferbench doctor`: one command that measures every path of the machine,
 // holds each figure against what its link should give, and names what is wrong.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,17 @@ Record finding_record(const Finding& f, Bytes size);
 // doctor's outputs from its records (doctor_table.cpp): the verdict table,
 // its note, and the Prometheus text.
 std::string doctor_tables(const Report& r);
+// The verdict table of findings records, doctor's and fleet's: a row per
+// record that `keep` accepts (Check, Where, Verdict, Measured, Expected,
+// Ratio, Why; `figure` formats measured and expected), then the count of
+// verdicts.
+struct VerdictTableLayout {
+  int check_width = 10, where_width = 24;
+  std::string (*figure)(double) = nullptr;
+};
+std::string verdict_table(const std::vector<Record>& results,
+                          const std::function<bool(const Record&)>& keep,
+                          const VerdictTableLayout& layout);
 std::string doctor_table_note(const Report& r);
 std::string doctor_prometheus(const Report& r);
 

@@ -36,24 +36,33 @@ std::string doctor_table_note(const Report& r) {
   return note;
 }
 
-std::string doctor_tables(const Report& r) {
-  std::string out = fmt::format("\n{:<10} {:<24} {:<7} {:>10} {:>10} {:>7}  {}\n", "Check", "Where",
-                                "Verdict", "Measured", "Expected", "Ratio", "Why");
+std::string verdict_table(const std::vector<Record>& results,
+                          const std::function<bool(const Record&)>& keep,
+                          const VerdictTableLayout& layout) {
+  const int cw = layout.check_width, ww = layout.where_width;
+  std::string out = fmt::format("\n{:<{}} {:<{}} {:<7} {:>10} {:>10} {:>7}  {}\n", "Check", cw,
+                                "Where", ww, "Verdict", "Measured", "Expected", "Ratio", "Why");
   int counts[4] = {0, 0, 0, 0};
-  for (const Record& rec : r.results) {
+  for (const Record& rec : results) {
+    if (!keep(rec)) continue;
     const std::string v = verdict_of(rec);
     const double exp = rec.get_or(doctor_field::expected, 0.0);
     counts[v == "PASS" ? 0 : v == "WARN" ? 1 : v == "FAIL" ? 2 : 3]++;
     out += fmt::format(
-        "{:<10} {:<24} {:<7} {:>10.2f} {:>10} {:>7}  {}\n", rec.kase, rec.method, v,
-        rec.get_or(doctor_field::measured, 0.0),
-        exp > 0 ? fmt::format("{:.2f}", exp) : std::string("-"),
+        "{:<{}} {:<{}} {:<7} {:>10} {:>10} {:>7}  {}\n", rec.kase, cw, rec.method, ww, v,
+        layout.figure(rec.get_or(doctor_field::measured, 0.0)),
+        exp > 0 ? layout.figure(exp) : std::string("-"),
         exp > 0 ? fmt::format("{:.2f}", rec.get_or(doctor_field::ratio, 0.0)) : std::string("-"),
         rec.get_or(doctor_field::why, std::string()));
   }
   out += fmt::format("\nverdicts: {} PASS, {} WARN, {} FAIL, {} without an expected figure\n",
                      counts[0], counts[1], counts[2], counts[3]);
   return out;
+}
+
+std::string doctor_tables(const Report& r) {
+  return verdict_table(r.results, [](const Record&) { return true; },
+                       {10, 24, [](double x) { return fmt::format("{:.2f}", x); }});
 }
 
 // One gauge family per figure, a sample per check with its labels; the

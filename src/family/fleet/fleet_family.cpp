@@ -611,23 +611,9 @@ int FleetFamily::run(const Invocation& inv) {
 // ---- the table ------------------------------------------------------------------
 
 std::string FleetFamily::tables(const Report& r) const {
-  std::string out = fmt::format("\n{:<8} {:<28} {:<7} {:>10} {:>10} {:>7}  {}\n", "Check", "Where",
-                                "Verdict", "Measured", "Expected", "Ratio", "Why");
-  int counts[4] = {0, 0, 0, 0};
-  for (const Record& rec : r.results) {
-    if (!kVerdictCases.count(rec.kase)) continue;
-    const std::string v = rec.get_or(doctor_field::verdict, std::string("-"));
-    const double exp = rec.get_or(doctor_field::expected, 0.0);
-    counts[v == "PASS" ? 0 : v == "WARN" ? 1 : v == "FAIL" ? 2 : 3]++;
-    out += fmt::format(
-        "{:<8} {:<28} {:<7} {:>10.3g} {:>10} {:>7}  {}\n", rec.kase, rec.method, v,
-        rec.get_or(doctor_field::measured, 0.0),
-        exp > 0 ? fmt::format("{:.3g}", exp) : std::string("-"),
-        exp > 0 ? fmt::format("{:.2f}", rec.get_or(doctor_field::ratio, 0.0)) : std::string("-"),
-        rec.get_or(doctor_field::why, std::string()));
-  }
-  out += fmt::format("\nverdicts: {} PASS, {} WARN, {} FAIL, {} without an expected figure\n",
-                     counts[0], counts[1], counts[2], counts[3]);
+  std::string out =
+      verdict_table(r.results, [](const Record& rec) { return kVerdictCases.count(rec.kase) > 0; },
+                    {8, 28, [](double x) { return fmt::format("{:.3g}", x); }});
   for (const Record& rec : r.results)
     if (rec.status == Status::waived)
       out += fmt::format("waived: {} ({}): {}\n", rec.kase, rec.method, rec.reason);
