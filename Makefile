@@ -6,6 +6,8 @@
 #                 test-fake-accel  the suite again with a fake Ascend runtime first in `auto`
 #                 test-asan        the suite on an ASan + UBSan build (build/asan)
 #                 test-tsan        the threaded tests on a ThreadSanitizer build (build/tsan)
+#                 test-openmpi     the multi-rank tests of every family again, built against
+#                                  Open MPI and run under its mpirun (build/openmpi)
 #                 test-fuzz        each libFuzzer target for a few seconds (build/fuzz)
 # `make lint` checks the format (check-format) and runs clang-tidy (tidy); `make format`
 # fixes the format.
@@ -18,7 +20,7 @@ XB := $(BUILD)/xferbench
 NVBANDWIDTH ?=
 NCCL_TESTS ?=
 
-.PHONY: all deps configure build run test test-release test-fake-accel test-asan test-tsan test-fuzz fuzz \
+.PHONY: all deps configure build run test test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz fuzz \
 	fuzz-build bench format check-format tidy lint clean
 
 all: build
@@ -36,11 +38,11 @@ run: build
 	$(XB) list --backend host
 	$(XB) topo --backend host
 	$(XB) copy --backend host
-	mpiexec -n 2 $(XB) remote --backend host
-	mpiexec -n 2 $(XB) coll allreduce --backend host -b 64K -e 4M
+	$(XB) remote --backend host --ranks 2
+	$(XB) coll allreduce --backend host -b 64K -e 4M --ranks 2
 	$(XB) engine selftest
 
-test: lint test-release test-fake-accel test-asan test-tsan test-fuzz
+test: lint test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz
 
 test-release: build
 	ctest --preset $(PRESET) -j2
@@ -50,6 +52,10 @@ test-release: build
 test-fake-accel: build
 	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2 -LE "netns|slurm"
 
+# HWLOC_COMPONENTS=-pci (the asan test preset): hwloc's pci plugin, which Open
+# MPI and libpmix2 pull in (libhwloc-plugins), leaks inside libpciaccess and is
+# unloaded before LeakSanitizer reports, so no suppression can name it; the
+# pass runs as it does where the plugin is absent, LeakSanitizer on for all.
 test-asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan
@@ -71,6 +77,16 @@ test-tsan: deps
 	if ls $(TSAN_REPORTS)/* >/dev/null 2>&1; then \
 	  cat $(TSAN_REPORTS)/*; echo "test-tsan: ThreadSanitizer reports above (in $(TSAN_REPORTS))" >&2; exit 1; \
 	fi; exit $$rc
+
+# Open MPI: the openmpi preset builds against mpicc.openmpi (every object but
+# the two MPI sources comes from ccache) and runs the tests labelled openmpi
+# (a multi-rank test of every family, the launcher refusals) under
+# mpirun.openmpi; the test preset allows root and oversubscription through
+# OMPI_* variables.
+test-openmpi: deps
+	@test -f build/openmpi/build.ninja || cmake --preset openmpi
+	cmake --build --preset openmpi
+	ctest --preset openmpi -j2
 
 # libFuzzer targets (fuzz/): their own clang build in build/fuzz, only the
 # sources each parser needs. `make fuzz` runs each target FUZZ_SECONDS on a

@@ -9,6 +9,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
+# The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
+# which Debian points at whichever MPI has the higher priority).
+mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
+mpiexec=${mpiexec:-mpiexec}
 ranks=${2:-2}
 rounds=${3:-5}
 iters=20
@@ -18,9 +22,9 @@ sizes=(1048576 2097152 4194304 8388608 16777216 33554432 67108864)
 [ -x "$xb" ] && [ -x "$loop" ] || { echo "build first (make build)"; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
-  mpiexec -n "$ranks" "$xb" coll allreduce -d float --redop sum --outofplace -b 1M -e 64M -f 2 \
+  "$mpiexec" -n "$ranks" "$xb" coll allreduce -d float --redop sum --outofplace -b 1M -e 64M -f 2 \
     -n "$iters" -w "$warmup" --format json -o "$tmp/xb$r.json" -q
-  mpiexec -n "$ranks" "$loop" "$iters" "$warmup" "${sizes[@]}" > "$tmp/raw$r.txt"
+  "$mpiexec" -n "$ranks" "$loop" "$iters" "$warmup" "${sizes[@]}" > "$tmp/raw$r.txt"
 done
 /usr/bin/python3 - "$tmp" "$rounds" "$ranks" <<'PY'
 import json, sys

@@ -13,6 +13,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
+# The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
+# which Debian points at whichever MPI has the higher priority).
+mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
+mpiexec=${mpiexec:-mpiexec}
 iters=${2:-10000}
 rounds=${3:-11}  # this VM's latency flips between two states for seconds: use many rounds
 osu_dir=${4:-}
@@ -30,13 +34,13 @@ if [ -n "$osu_dir" ]; then
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
-  mpiexec -n 2 "$xb" latency -t pingpong --backend host -b 8 -e 64K -f 2 -n "$iters" -w "$warmup" \
+  "$mpiexec" -n 2 "$xb" latency -t pingpong --backend host -b 8 -e 64K -f 2 -n "$iters" -w "$warmup" \
     --format json -o "$tmp/xb$r.json" -q
-  mpiexec -n 2 "$loop" "$iters" "$warmup" "${sizes[@]}" > "$tmp/raw$r.txt"
+  "$mpiexec" -n 2 "$loop" "$iters" "$warmup" "${sizes[@]}" > "$tmp/raw$r.txt"
   if [ -n "$osu" ]; then
     # -m (a size range) came with OSU 5.4; older ones print every size and the parser picks ours
     # shellcheck disable=SC2086
-    mpiexec -n 2 "$osu" $osu_range -i "$iters" -x "$warmup" > "$tmp/osu$r.txt"
+    "$mpiexec" -n 2 "$osu" $osu_range -i "$iters" -x "$warmup" > "$tmp/osu$r.txt"
   fi
 done
 /usr/bin/python3 - "$tmp" "$rounds" "$iters" "$osu" <<'PY'

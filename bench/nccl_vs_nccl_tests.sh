@@ -20,6 +20,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 peers=${1-}
 xb=${2:-$here/../build/default/xferbench}
+# The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
+# which Debian points at whichever MPI has the higher priority).
+mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
+mpiexec=${mpiexec:-mpiexec}
 iters=${4:-20}
 warmup=${5:-5}
 # shellcheck source=bench/cuda_common.sh
@@ -35,8 +39,8 @@ min=$((8 * gpus))  # every collective splits it evenly over the ranks (float)
 ops="all_reduce:allreduce all_gather:allgather reduce_scatter:reducescatter broadcast:broadcast
      reduce:reduce alltoall:alltoall sendrecv:sendrecv"
 if ldd "$peers/all_reduce_perf" 2>/dev/null | grep -q libmpi; then
-  nt_run=(mpiexec -n "$gpus"); nt_gpus=1
-  echo "nccl-tests: one process per GPU (mpiexec -n $gpus, -g 1)"
+  nt_run=("$mpiexec" -n "$gpus"); nt_gpus=1
+  echo "nccl-tests: one process per GPU ($mpiexec -n $gpus, -g 1)"
 else
   nt_run=(); nt_gpus=$gpus
   echo "nccl-tests: built without MPI: one process driving $gpus GPUs (-g $gpus), host-bound at small sizes"

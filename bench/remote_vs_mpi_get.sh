@@ -8,6 +8,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
+# The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
+# which Debian points at whichever MPI has the higher priority).
+mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
+mpiexec=${mpiexec:-mpiexec}
 iters=${2:-200}
 rounds=${3:-5}
 loop=$(dirname "$xb")/bench/mpi_get_loop
@@ -15,9 +19,9 @@ sizes=(4096 16384 65536 262144 1048576 4194304)
 [ -x "$xb" ] && [ -x "$loop" ] || { echo "build first (make build)"; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
-  mpiexec -n 2 "$xb" remote --transport rma --method dma --op get -b 4K -e 4M -f 4 \
+  "$mpiexec" -n 2 "$xb" remote --transport rma --method dma --op get -b 4K -e 4M -f 4 \
     -n "$iters" -w $((iters / 10 + 1)) --format json -o "$tmp/xb$r.json" -q
-  mpiexec -n 2 "$loop" "$iters" "${sizes[@]}" > "$tmp/raw$r.txt"
+  "$mpiexec" -n 2 "$loop" "$iters" "${sizes[@]}" > "$tmp/raw$r.txt"
 done
 /usr/bin/python3 - "$tmp" "$rounds" <<'PY'
 import json, sys

@@ -10,6 +10,8 @@ PKGS=(
   libhwloc-dev hwloc
   libgtest-dev
   mpich libmpich-dev
+  openmpi-bin libopenmpi-dev  # the openmpi preset: the multi-rank tests under Open MPI's mpirun too
+  libpmix-dev  # srun --mpi=pmix: Slurm's pmix plugin opens libpmix.so
   mbw
   libucx-dev ucx-utils
   libopenblas-dev

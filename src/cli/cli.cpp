@@ -1,12 +1,14 @@
 #include "cli/cli.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <xferbench/version.hpp>
 
 #include "core/error.hpp"
+#include "runtime/runtime.hpp"
 
 namespace xb::cli {
 
@@ -54,7 +56,12 @@ void add_fields_flag(CLI::App& sub, const Family& f) {
 
 int run(int argc, char** argv) {
   CLI::App app{"xferbench: how fast data moves in accelerator systems", "xferbench"};
-  app.set_version_flag("--version", fmt::format("xferbench {} ({})", kVersion, kGitDescribe));
+  app.set_version_flag("--version", [] {
+    std::vector<std::string> launcher = launcher_command(1);
+    launcher.back() = "N";
+    return fmt::format("xferbench {} ({})\nmpi: {}\nlauncher: {}", kVersion, kGitDescribe,
+                       mpi_library(), fmt::join(launcher, " "));
+  });
   app.require_subcommand(1);
   app.footer(kFooter);
   const Families families = all_families();

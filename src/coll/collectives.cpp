@@ -201,6 +201,13 @@ std::vector<std::size_t> CollCounts::recv_displs(int rank) const {
   return displacements(recv_counts(rank));
 }
 
+Bytes coll_unit(const CollCase& c) {
+  const Bytes es = dtype_size(c.dtype);
+  return spec(c.op).split ? es * static_cast<Bytes>(c.nranks) : es;
+}
+
+Bytes coll_fit(const CollCase& c, Bytes bytes) { return bytes / coll_unit(c) * coll_unit(c); }
+
 CollCounts coll_counts(const CollCase& c, Bytes bytes) {
   const CollSpec& s = spec(c.op);
   const std::size_t es = dtype_size(c.dtype);

@@ -108,6 +108,14 @@ bool has_root(CollOp op);      // broadcast, reduce, gather, scatter
 
 double bus_factor(CollOp op, int nranks);
 
+// The largest size not above `bytes` that the collective can move: a whole
+// number of elements, and where it splits them over the ranks, a multiple of
+// the ranks (nccl-tests rounds its sizes down the same way, so a sweep runs
+// at any rank count). 0 when not one element (per rank) fits.
+Bytes coll_fit(const CollCase& c, Bytes bytes);
+// The unit coll_fit rounds to, in bytes: one element, or one per rank.
+Bytes coll_unit(const CollCase& c);
+
 // Throws UsageError when bytes is not a whole number of elements, or the
 // elements do not split evenly over the ranks where the collective needs it.
 CollCounts coll_counts(const CollCase& c, Bytes bytes);

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/sweep.hpp"
+#include "core/sysinfo.hpp"
 
 namespace xb {
 
@@ -24,8 +25,15 @@ void add_output_options(CLI::App& app, RunOptions& opts, bool prom, bool records
                         : "table, json, csv or jsonl (a line per record, written as each finishes)")
       ->check(CLI::IsMember(formats))
       ->default_str("table");
-  app.add_option("-o,--output", opts.output, "write the --format output to FILE")
-      ->type_name("FILE");
+  app.add_option("-o,--output", opts.output,
+                 "write the --format output to FILE ({host} in it becomes this host's name: one "
+                 "file per node under srun or mpirun)")
+      ->type_name("FILE")
+      ->transform([](std::string path) {
+        for (std::size_t at; (at = path.find("{host}")) != std::string::npos;)
+          path.replace(at, 6, host_name());
+        return path;
+      });
   app.add_flag("-q,--quiet", opts.quiet, "no table on stdout when -o is given, no progress");
 }
 
@@ -36,7 +44,9 @@ void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offe
     app.add_option("-w,--warmup", opts.warmup, offered.warmup)->check(CLI::Range(0, 1000000));
   if (!offered.check.empty()) app.add_flag("--no-check", opts.no_check, offered.check);
   if (offered.ranks)
-    app.add_option("--ranks", opts.ranks, "outside mpiexec: start N ranks under mpiexec")
+    app.add_option("--ranks", opts.ranks,
+                   "outside a launcher: start N ranks under the launcher of the MPI it is built "
+                   "with (mpiexec or mpirun; XFERBENCH_MPIEXEC names another)")
         ->check(CLI::Range(1, 4096));
   if (offered.monitor) {
     auto* d = app.add_option("--duration", opts.duration,

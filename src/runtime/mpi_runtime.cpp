@@ -1,4 +1,4 @@
-// The MPI runtime (MPICH): world communicator, shared-memory and RMA windows.
+// The MPI runtime (MPICH, Open MPI): world communicator, shared-memory and RMA windows.
 #include <fmt/format.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -35,6 +35,14 @@ void finalize_with_watchdog(int code) {
         code);
   }).detach();
   MPI_Finalize();
+}
+
+// MPI_Get_library_version's text (callable before MPI_Init).
+std::string library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  return version;
 }
 
 // MPI counts are int: one-sided transfers go in pieces of at most 1 GiB.
@@ -210,7 +218,9 @@ class MpiRuntime final : public Runtime {
     // XFERBENCH_PEER_TIMEOUT governs (the others take it from its contact,
     // so every rank takes the same collective path).
     const double peer_timeout = peer_timeout_from_env();
-    if (const std::string why = launch_without_pmi(); !why.empty()) throw UsageError(why);
+    if (const std::string why = launch_refused_before_init(launch_seen(), library_version());
+        !why.empty())
+      throw UsageError(why);
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
@@ -221,6 +231,7 @@ class MpiRuntime final : public Runtime {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    refuse_split_world();
     mpi_check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_),
               "MPI_Comm_split_type");
     int node_size = 0;
@@ -335,6 +346,20 @@ class MpiRuntime final : public Runtime {
   }
 
  private:
+  // N processes a launcher started must make one world of N ranks: an MPI
+  // that the launcher does not reach (MPICH under srun --mpi=pmix or Open
+  // MPI's mpirun, torchrun) makes N worlds of 1 rank each instead. Each
+  // such process is alone, so it finalises on its own and leaves.
+  void refuse_split_world() {
+    const std::string why = world_mismatch(launch_seen(), size_, library_version());
+    if (why.empty()) return;
+    if (owns_ && size_ == 1) {
+      MPI_Finalize();
+      owns_ = false;
+    }
+    throw UsageError(why);
+  }
+
   // The liveness watch (runtime/liveness.hpp), collective on every rank:
   // rank 0's contact (empty: no watch; its timeout_s 0) goes to the others
   // by broadcast; a rank that cannot reach it runs unwatched, and says so.
@@ -368,6 +393,8 @@ class MpiRuntime final : public Runtime {
 }  // namespace
 
 std::unique_ptr<Runtime> make_mpi_runtime() { return std::make_unique<MpiRuntime>(); }
+
+std::string mpi_library() { return mpi_library_name(library_version()); }
 
 void set_exit_code_hint(int code) { g_exit_hint = code; }
 

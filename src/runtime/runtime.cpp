@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
+#include <xferbench/launcher.hpp>
 
 #include "core/error.hpp"
 
@@ -48,41 +51,156 @@ bool launched_by_mpiexec() {
 }
 
 int launcher_rank() {
-  // SLURM_PROCID last: under `salloc mpiexec` it numbers hydra's proxies, not the ranks.
-  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
-    if (const char* v = std::getenv(var)) return std::atoi(v);
+  // SLURM_PROCID after the MPI launchers' own: under `salloc mpiexec` it
+  // numbers hydra's proxies, not the ranks. RANK last (torchrun's).
+  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"})
+    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
   return -1;
 }
 
-std::string launch_without_pmi() {
-  const auto count = [](const char* var) {
-    const char* v = std::getenv(var);
-    return v && *v ? std::atoi(v) : 0;
-  };
-  if (std::getenv("PMI_RANK") || std::getenv("PMI_SIZE") || std::getenv("PMI_FD") ||
-      std::getenv("PMIX_RANK"))
-    return "";
-  if (const int n = count("OMPI_COMM_WORLD_SIZE"); n > 1)
+namespace {
+
+int env_count(const char* var) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 0 && n <= INT_MAX ? static_cast<int>(n) : -1;
+}
+
+bool is_mpich_family(std::string_view lib) {
+  return lib.find("MPICH") != std::string_view::npos ||
+         lib.find("Intel") != std::string_view::npos ||
+         lib.find("MVAPICH") != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string LaunchSeen::name() const {
+  switch (kind) {
+    case Kind::pmi:
+      return "a PMI launcher (MPICH's mpiexec, or srun --mpi=pmi2)";
+    case Kind::openmpi:
+      return "Open MPI's mpirun";
+    case Kind::srun:
+      return srun_mpi.empty() ? "srun" : "srun --mpi=" + srun_mpi;
+    case Kind::torchrun:
+      return "a torchrun-style launcher (RANK, WORLD_SIZE)";
+    case Kind::none:
+      break;
+  }
+  return "no launcher";
+}
+
+LaunchSeen launch_seen() {
+  LaunchSeen s;
+  const std::pair<const char*, LaunchSeen::Kind> order[] = {
+      {"PMI_SIZE", LaunchSeen::Kind::pmi},
+      {"OMPI_COMM_WORLD_SIZE", LaunchSeen::Kind::openmpi},
+      {"SLURM_STEP_NUM_TASKS", LaunchSeen::Kind::srun},
+      {"WORLD_SIZE", LaunchSeen::Kind::torchrun}};
+  for (const auto& [var, kind] : order)
+    if (const int n = env_count(var); n > 0) {
+      s.kind = kind;
+      s.size = n;
+      break;
+    }
+  if (s.kind != LaunchSeen::Kind::srun) return s;
+  if (const char* m = std::getenv("SLURM_MPI_TYPE"); m && *m)
+    s.srun_mpi = m;
+  else if (!std::getenv("PMI_FD") && !std::getenv("PMI_RANK") && !std::getenv("PMIX_RANK"))
+    s.srun_mpi = "none";  // srun --mpi=none sets no SLURM_MPI_TYPE, and no PMI at all
+  return s;
+}
+
+std::string mpi_library_name(const std::string& text) {
+  std::string_view t = text;
+  if (t.rfind("MPICH Version:", 0) == 0) {
+    t.remove_prefix(std::string_view("MPICH Version:").size());
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    return "MPICH " + std::string(t.substr(0, t.find_first_of(" \t\n")));
+  }
+  t = t.substr(0, t.find_first_of(",\n"));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+  return t.empty() ? std::string("an unnamed MPI") : std::string(t);
+}
+
+std::string world_mismatch(const LaunchSeen& seen, int mpi_size, const std::string& library) {
+  if (seen.size <= 1 || seen.size == mpi_size) return "";
+  const std::string lib = mpi_library_name(library);
+  const bool mpich = is_mpich_family(lib);
+  const std::string own = fmt::format("{} {} N", build::kMpiexec, build::kMpiexecNumprocFlag);
+  std::string fix;
+  switch (seen.kind) {
+    case LaunchSeen::Kind::srun:
+      fix = mpich ? "use srun --mpi=pmi2 (MPICH's PMI), or build against the site's MPI "
+                    "(cmake --preset openmpi, or -DXFERBENCH_MPI=openmpi)"
+                  : "use srun --mpi=pmix (Open MPI's), or the mpirun it was built with";
+      break;
+    case LaunchSeen::Kind::openmpi:
+      fix = mpich ? fmt::format(
+                        "start it with the launcher of its MPI ({}), or srun --mpi=pmi2, "
+                        "or build against Open MPI (cmake --preset openmpi)",
+                        own)
+                  : fmt::format("start it with the mpirun of the Open MPI it was built with ({})",
+                                own);
+      break;
+    case LaunchSeen::Kind::pmi:
+      fix = mpich
+                ? fmt::format("start it with the mpiexec of the MPICH it was built with ({})", own)
+                : fmt::format("start it with Open MPI's mpirun ({}), or srun --mpi=pmix", own);
+      break;
+    case LaunchSeen::Kind::torchrun:
+    case LaunchSeen::Kind::none:
+      fix = fmt::format("xferbench's ranks are MPI processes: start them with {} (or --ranks N)",
+                        own);
+      break;
+  }
+  if (mpi_size == 1)
     return fmt::format(
-        "Open MPI's launcher started {} processes, but xferbench is built with MPICH: each would "
-        "run alone as 1 rank; start it with MPICH's mpiexec, or srun --mpi=pmi2",
-        n);
-  if (const int n = count("SLURM_STEP_NUM_TASKS"); n > 1)
-    return fmt::format(
-        "srun started {} tasks without a PMI (--mpi=none?), so each would run alone as 1 rank; "
-        "use srun --mpi=pmi2 (or MpiDefault=pmi2 in slurm.conf)",
-        n);
-  return "";
+        "{} started {} processes, but each is alone in an MPI world of 1 rank: this xferbench is "
+        "built with {}, which that launch does not reach; {}",
+        seen.name(), seen.size, lib, fix);
+  return fmt::format("{} started {} processes, but MPI ({}) made a world of {} ranks; {}",
+                     seen.name(), seen.size, lib, mpi_size, fix);
+}
+
+std::string launch_refused_before_init(const LaunchSeen& seen, const std::string& library) {
+  if (seen.kind != LaunchSeen::Kind::srun || seen.srun_mpi != "none" || seen.size <= 1) return "";
+  return world_mismatch(seen, 1, library);
+}
+
+int launcher_tasks_per_node() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const int n = env_count(var); n > 0) return n;
+  // Slurm: "2(x3),1": 2 tasks on each of 3 nodes, then 1.
+  const char* v = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  if (!v || !*v) return 0;
+  int most = 0;
+  for (const char* p = v; *p;) {
+    most = std::max(most, std::atoi(p));
+    p = std::strchr(p, ',');
+    if (!p) break;
+    ++p;
+  }
+  return most;
+}
+
+std::vector<std::string> launcher_command(int ranks) {
+  const char* env = std::getenv("XFERBENCH_MPIEXEC");
+  std::vector<std::string> cmd = {env && *env ? env : build::kMpiexec};
+  for (const char* const* f = build::kMpiexecPreflags; *f; ++f) cmd.emplace_back(*f);
+  cmd.emplace_back(build::kMpiexecNumprocFlag);
+  cmd.push_back(std::to_string(ranks));
+  return cmd;
 }
 
 void reexec_under_mpiexec(int ranks, int argc, char** argv) {
   char self[PATH_MAX] = {};
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) throw RuntimeError("cannot find this binary to start it under mpiexec");
-  const char* launcher = std::getenv("XFERBENCH_MPIEXEC");
-  if (!launcher || !*launcher) launcher = "mpiexec";
-  const std::string n = std::to_string(ranks);
-  std::vector<const char*> args = {launcher, "-n", n.c_str(), self};
+  std::vector<std::string> cmd = launcher_command(ranks);
+  cmd.emplace_back(self);
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--ranks") {
@@ -90,12 +208,17 @@ void reexec_under_mpiexec(int ranks, int argc, char** argv) {
       continue;
     }
     if (a.rfind("--ranks=", 0) == 0) continue;
-    args.push_back(argv[i]);
+    cmd.emplace_back(argv[i]);
   }
+  std::vector<char*> args;
+  args.reserve(cmd.size() + 1);
+  for (auto& c : cmd) args.push_back(c.data());
   args.push_back(nullptr);
-  execvp(launcher, const_cast<char* const*>(args.data()));
-  throw RuntimeError(fmt::format("cannot run {}: {} (install MPICH, or start under mpiexec)",
-                                 launcher, std::strerror(errno)));
+  execvp(args[0], args.data());
+  throw RuntimeError(
+      fmt::format("cannot run {}: {} (the MPI launcher this xferbench was built "
+                  "with; XFERBENCH_MPIEXEC names another)",
+                  cmd[0], std::strerror(errno)));
 }
 
 }  // namespace xb

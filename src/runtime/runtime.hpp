@@ -1,5 +1,5 @@
 #pragma once
-// Ranks: one process, or many under MPICH's mpiexec. Barrier, broadcast,
+// Ranks: one process, or many under an MPI launcher (mpiexec, mpirun, srun). Barrier, broadcast,
 // allgather, agreement on errors, and symmetric windows: every rank allocates
 // the same-size window, reachable by load/store on one host (MPI shared-memory
 // windows) or by one-sided get/put across hosts (MPI RMA windows).
@@ -122,25 +122,62 @@ class Runtime {
 // MPICH's TCP shutdown hangs with 3 and more ranks), the process says so
 // and exits with the exit code hint. While an exception unwinds, the
 // finalize is deferred to finish_deferred_mpi, so the error is printed
-// before anything can wait on a dead peer.
+// before anything can wait on a dead peer. Throws UsageError (after
+// finalising) when the world MPI made is not the one the launcher started
+// (world_mismatch): N processes each alone in a world of 1 rank.
 std::unique_ptr<Runtime> make_mpi_runtime();
 // The exit code the process ends with should MPI_Finalize hang (default 1).
 void set_exit_code_hint(int code);
 // After main printed an error: the finalize the runtime deferred, if any.
 void finish_deferred_mpi(int exit_code);
 
-// True when this process was started by mpiexec (hydra's PMI variables).
+// True when this process was started by an MPI launcher (PMI, PMIx or Open
+// MPI's variables are set).
 bool launched_by_mpiexec();
 // This process's rank as the launcher set it before MPI starts, -1 if none.
 int launcher_rank();
-// Why this process, one of several tasks a launcher started, would run as
-// a 1-rank MPI job of its own (srun --mpi=none, Open MPI's mpirun), or "".
-// make_mpi_runtime throws it as a UsageError before MPI starts.
-std::string launch_without_pmi();
 
-// `--ranks N` outside mpiexec: replaces this process with
-// `mpiexec -n N <this binary> <args without --ranks>`; returns only on
-// failure (throws RuntimeError). XFERBENCH_MPIEXEC overrides the launcher.
+// What the launcher that started this process announced, from its
+// environment: who it is and how many processes it started. Read in this
+// order, the first that is set wins: PMI_SIZE (MPICH's hydra mpiexec, srun
+// --mpi=pmi2), OMPI_COMM_WORLD_SIZE (Open MPI's and HPC-X's mpirun),
+// SLURM_STEP_NUM_TASKS (srun with any --mpi), WORLD_SIZE (torchrun and
+// other launchers of PyTorch's kind).
+struct LaunchSeen {
+  enum class Kind { none, pmi, openmpi, srun, torchrun };
+  Kind kind = Kind::none;
+  int size = 0;              // processes it started; 0 when it does not say
+  std::string srun_mpi;      // srun's --mpi (SLURM_MPI_TYPE); "none" when srun set no PMI at all
+  std::string name() const;  // "srun --mpi=pmix", "Open MPI's mpirun", ...
+};
+LaunchSeen launch_seen();
+// After MPI_Init: "" when the world MPI made (`mpi_size` ranks) is the one
+// the launcher started, else the one line saying what happened and what to
+// do instead. `library` is MPI_Get_library_version's text.
+std::string world_mismatch(const LaunchSeen& seen, int mpi_size, const std::string& library);
+// The MPI library this binary runs with, in a few words (callable before
+// MPI starts): "MPICH 4.0.2", "Open MPI v4.1.4".
+std::string mpi_library();
+// Before MPI_Init: the launches no MPI can make one world of, refused before
+// MPI starts (Open MPI's MPI_Init aborts there with a page of its own): srun
+// --mpi=none with more than one task. "" otherwise.
+std::string launch_refused_before_init(const LaunchSeen& seen, const std::string& library);
+// MPI_Get_library_version's text in a few words: "MPICH 4.0.2", "Open MPI v4.1.4".
+std::string mpi_library_name(const std::string& version_text);
+// The most processes a launcher placed on one node, from its variables
+// (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, SLURM_STEP_TASKS_PER_NODE);
+// 0 when none says. doctor runs once per node under a launcher.
+int launcher_tasks_per_node();
+
+// The command that starts N ranks of a program: the launcher of the MPI
+// this binary is built against, as CMake found it (FindMPI's
+// MPIEXEC_EXECUTABLE, MPIEXEC_NUMPROC_FLAG, MPIEXEC_PREFLAGS), or
+// XFERBENCH_MPIEXEC when set. The program and its arguments follow.
+std::vector<std::string> launcher_command(int ranks);
+
+// `--ranks N` outside a launcher: replaces this process with
+// `launcher_command(N) <this binary> <args without --ranks>`; returns only
+// on failure (throws RuntimeError).
 [[noreturn]] void reexec_under_mpiexec(int ranks, int argc, char** argv);
 
 }  // namespace xb

@@ -10,13 +10,14 @@ set -u
 case "${1:-}" in
 start)
   XB=$2 PIDFILE=$3
+  MPIEXEC=$("$XB" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
   LIMIT=${BUSY_SECONDS:-600}
   work=$(mktemp -d /tmp/xferbench-busy-XXXXXX)
   : >"$PIDFILE"
   echo "work $work" >>"$PIDFILE"
   # Collectives: three ranks on this host, cycling through every collective.
   setsid bash -c "end=\$((SECONDS + $LIMIT)); while [ \$SECONDS -lt \$end ]; do
-      timeout 120 mpiexec -n 3 '$XB' coll all --backend host -b 64K -e 4M -n 20 -w 2 -q \
+      timeout 120 '$MPIEXEC' -n 3 '$XB' coll all --backend host -b 64K -e 4M -n 20 -w 2 -q \
         --format json -o '$work/coll.json' >/dev/null 2>&1 || sleep 0.2; done" &
   echo "pid $!" >>"$PIDFILE"
   # A compile loop: one compiler at a time, as a build beside the job would.

@@ -26,7 +26,7 @@ records() {  # records FILE FORMAT: how many records the file holds now
 rank_pid() {  # rank_pid PATTERN RANK: the pid of this test's process of that rank
   local p
   for p in $(pgrep -f "$1"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMI_RANK=$2" && { echo "$p"; return; }
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -Eqx "(PMI_RANK|OMPI_COMM_WORLD_RANK)=$2" && { echo "$p"; return; }
   done
 }
 
@@ -133,7 +133,12 @@ case $scenario in
       *) cmd=(fleet --backend host -s 4M --passes 50 --no-census --concurrency 1 --pings 20) kept='"case": "send"' ;;
     esac
     export XFERBENCH_PEER_TIMEOUT=2
-    start json "$mpiexec" -disable-auto-cleanup -n 3 "$xb" "${cmd[@]}"
+    # Keep the other ranks when one dies: hydra's -disable-auto-cleanup. Open MPI's mpirun has
+    # none that keeps its exit code (--enable-recovery exits 0 whatever the ranks did): it ends
+    # the job at the first rank that fails, as hydra does without the flag.
+    keep=(-disable-auto-cleanup)
+    "$mpiexec" --version 2>&1 | grep -Eq 'Open MPI|OpenRTE' && keep=()
+    start json "$mpiexec" "${keep[@]}" -n 3 "$xb" "${cmd[@]}"
     rank=$(rank_pid "^$xb ${cmd[0]} .*-o $file" 2)  # not rank 0: it is the one that marks the file
     [ -n "$rank" ] || fail "no process of rank 2 found"
     if [ "${scenario##*_}" = stopped ]; then

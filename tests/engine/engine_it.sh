@@ -2,6 +2,7 @@
 # Engine integration scenarios with real processes: engine_it.sh XFERBENCH SCENARIO
 set -u
 xb=$1; scenario=$2
+mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')  # the launcher of its MPI
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 port=$((21000 + RANDOM % 30000))
@@ -331,7 +332,7 @@ PY
 fanin)
   # Four clients on one server (mpiexec -n 4): each client's record with its share, the
   # server's total with Jain's fairness, all verified.
-  timeout 200 mpiexec -n 4 "$xb" engine fanin --op read,write -t 4M -k 1M --block-steps 2 -n 3 \
+  timeout 200 "$mpiexec" -n 4 "$xb" engine fanin --op read,write -t 4M -k 1M --block-steps 2 -n 3 \
     --format json -o "$tmp/fanin.json" -q 2>"$tmp/fanin.log" || fail "fanin"
   /usr/bin/python3 - "$tmp/fanin.json" <<'PY' || fail "fan-in records"
 import json, sys
@@ -357,7 +358,7 @@ for key, recs in steps.items():
     assert total['time_us']['median'] >= max(r['time_us']['min'] for r in each) - 1e-6
     assert all(r['client_host'] for r in each)
 PY
-  timeout 200 mpiexec -n 4 "$xb" engine fanin -t 4M -k 1M -n 2 >"$tmp/table.log" 2>&1 || fail "fanin table"
+  timeout 200 "$mpiexec" -n 4 "$xb" engine fanin -t 4M -k 1M -n 2 >"$tmp/table.log" 2>&1 || fail "fanin table"
   grep -q "total · Jain" "$tmp/table.log" && grep -q "client 3 · " "$tmp/table.log" ||
     fail "table: $(cat "$tmp/table.log")"
   ;;

@@ -4,6 +4,7 @@
 # usage: gpu_cli.sh XFERBENCH PATTERN [mpiexec -n N|-] ARGS...
 # XB_EXPECT_RC (default 0): the exit code expected.
 xb=$1 pattern=$2 np=$3
+mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')  # the launcher of its MPI
 shift 3
 why=$("$xb" list --format json | /usr/bin/python3 -c '
 import json, sys
@@ -25,7 +26,7 @@ fi
 if [ "$np" = "-" ]; then
   out=$("$xb" "$@" 2>&1)
 else
-  out=$(mpiexec -n "$np" "$xb" "$@" 2>&1)
+  out=$("$mpiexec" -n "$np" "$xb" "$@" 2>&1)
 fi
 rc=$?
 echo "$out"

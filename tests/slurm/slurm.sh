@@ -19,6 +19,17 @@
 #           `srun --mpi=pmi2`, and exit 2
 #   fleet   srun -n 3 --mpi=pmi2 xferbench fleet --backend host --format json:
 #           exit 0 or 1 and the file has "summary"
+#   pmix2, pmix3
+#           srun -n N --mpi=pmix xferbench coll allreduce ... --format json, as
+#           sites with MpiDefault=pmix launch. A build against Open MPI (whose
+#           PMIx client Slurm's mpi/pmix reaches) must give one N-rank run,
+#           #wrong 0; a build against MPICH (Debian's speaks PMI only) either
+#           does the same or is refused: exit 2, one line naming the fix,
+#           never N tables of 1 rank
+#   doctor  srun -N 1 --ntasks-per-node=1 xferbench doctor --quick -o
+#           d-{host}.json: doctor runs on the node (as operators schedule a
+#           node check on every node at once), the file named by host; and
+#           srun -n 2 (two on one node) is refused, exit 2
 #
 # Exit codes: 0 ok, 1 FAIL, 77 cannot run here (not root, Slurm or munge not
 # installed, the daemons do not come up), with the reason on the "SKIP:" line.
@@ -30,14 +41,14 @@
 set -u
 
 xb=${1:?usage: slurm.sh XFERBENCH SCENARIO}
-scenario=${2:?usage: slurm.sh XFERBENCH SCENARIO (coll, salloc, nopmi, fleet)}
+scenario=${2:?usage: slurm.sh XFERBENCH SCENARIO (coll, salloc, nopmi, fleet, pmix2, pmix3, doctor)}
 step_s=${XB_SLURM_STEP_S:-60}
 
 skip() { echo "SKIP: $*"; exit 77; }
 
 case $scenario in
-  coll|salloc|nopmi|fleet) ;;
-  *) echo "slurm.sh: unknown scenario '$scenario' (coll, salloc, nopmi, fleet)" >&2; exit 2 ;;
+  coll|salloc|nopmi|fleet|pmix2|pmix3|doctor) ;;
+  *) echo "slurm.sh: unknown scenario '$scenario' (coll, salloc, nopmi, fleet, pmix2, pmix3, doctor)" >&2; exit 2 ;;
 esac
 # slurmd must run as root to start tasks as the job's user (root here).
 [ "$(id -u)" = 0 ] || skip "a private slurmd needs root (running as uid $(id -u))"
@@ -46,8 +57,15 @@ xb=$(readlink -f "$xb")
 for tool in slurmctld slurmd munged mungekey srun salloc sinfo scancel timeout; do
   command -v "$tool" >/dev/null || skip "$tool is not installed (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge)"
 done
+# The launcher of the MPI this xferbench is built with (salloc runs it inside the allocation).
+mpi_lib=$("$xb" --version 2>/dev/null | sed -n 's/^mpi: //p')
 if [ "$scenario" = salloc ]; then
-  command -v mpiexec >/dev/null || skip "mpiexec is not installed"
+  case $mpi_lib in
+    *"Open MPI"*) launcher=mpirun.openmpi ;;
+    *) launcher=mpiexec.mpich ;;
+  esac
+  command -v "$launcher" >/dev/null || launcher=mpiexec
+  command -v "$launcher" >/dev/null || skip "no MPI launcher ($launcher) is installed"
 fi
 if [ "$scenario" = fleet ] && ! "$xb" fleet --help >/dev/null 2>&1; then
   skip "this xferbench has no fleet command"
@@ -61,6 +79,10 @@ python=$(command -v /usr/bin/python3 python3 | head -n1)
 while IFS='=' read -r name _; do
   case $name in SLURM_*|SRUN_*|SALLOC_*|SBATCH_*|PMI_*|PMIX_*|HYDRA_*|MPIR_*|OMPI_*) unset "$name" ;; esac
 done < <(env)
+# Open MPI's mpirun (salloc) refuses root unless told; under srun it does not
+# know the node is oversubscribed (3 ranks, 2 cores) and would spin.
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xb-slurm.XXXXXX")
 chmod 700 "$tmp"   # munged refuses key and socket folders others can write
@@ -251,8 +273,10 @@ if [ "$state" != idle ]; then
 fi
 up_s=$((SECONDS - start))
 
-if [ "$scenario" != salloc ] && ! timeout 10 srun --mpi=list 2>&1 | grep -q pmi2; then
-  echo "SKIP: this Slurm has no mpi/pmi2 plugin (srun --mpi=list)"
+want_plugin=pmi2
+case $scenario in pmix*) want_plugin=pmix ;; esac
+if [ "$scenario" != salloc ] && ! timeout 10 srun --mpi=list 2>&1 | grep -q "$want_plugin"; then
+  echo "SKIP: this Slurm has no mpi/$want_plugin plugin (srun --mpi=list; mpi/pmix needs libpmix-dev)"
   timeout 10 srun --mpi=list 2>&1 | tail -n 5
   exit 77
 fi
@@ -296,12 +320,16 @@ case $scenario in
     # SLURM_NODELIST set; hydra sees them, takes its host list and rank count
     # from the allocation and starts one proxy per node with srun (a step of
     # the job, which slurmd logs); the ranks speak PMI-1 to their proxy.
-    run salloc -n 2 mpiexec "$xb" coll allreduce --backend host -b 1K -e 4K
-    [ $rc = 0 ] || fail "salloc -n 2 mpiexec xferbench coll exited $rc"
+    run salloc -n 2 "$launcher" "$xb" coll allreduce --backend host -b 1K -e 4K
+    [ $rc = 0 ] || fail "salloc -n 2 $launcher xferbench coll exited $rc"
     grep -q '· 2 ranks' "$out" || fail "the table does not say 2 ranks"
-    grep -q 'launch task StepId=' "$tmp/log/slurmd.log" ||
-      fail "hydra did not start its proxies through srun (no step in slurmd's log)"
-    ok "salloc -n 2 mpiexec: exit 0, table says 2 ranks, proxies started by srun"
+    # hydra starts its proxies through srun even on one node; Open MPI's mpirun starts the ranks of
+    # the allocation's only node itself.
+    if [ "$launcher" != mpirun.openmpi ]; then
+      grep -q 'launch task StepId=' "$tmp/log/slurmd.log" ||
+        fail "hydra did not start its proxies through srun (no step in slurmd's log)"
+    fi
+    ok "salloc -n 2 $launcher: exit 0, table says 2 ranks"
     ;;
   nopmi)
     # Without a PMI plugin each task is a 1-rank MPI world of its own: two
@@ -309,9 +337,39 @@ case $scenario in
     # variable; xferbench must take that for the mistake it is, name the fix
     # and stop with a usage error.
     run srun -n 2 --mpi=none "$xb" coll allreduce --backend host -b 1K -e 4K
-    [ $rc = 2 ] || fail "srun -n 2 --mpi=none exited $rc, expected 2 (a usage error naming srun --mpi=pmi2)"
-    grep -q -- '--mpi=pmi2' "$err" || fail "no stderr line mentions --mpi=pmi2"
-    ok "srun -n 2 --mpi=none: exit 2 naming --mpi=pmi2"
+    [ $rc = 2 ] || fail "srun -n 2 --mpi=none exited $rc, expected 2 (a usage error naming srun --mpi=pmi2 or pmix)"
+    grep -Eq -- '--mpi=(pmi2|pmix)' "$err" || fail "no stderr line mentions --mpi=pmi2 or --mpi=pmix"
+    # srun adds lines of its own ("srun: error: ...: Exited with exit code 2").
+    [ "$(grep -c '^xferbench' "$err")" = 1 ] || fail "$(grep -c '^xferbench' "$err") xferbench lines on stderr, expected 1 (from one task only)"
+    ok "srun -n 2 --mpi=none: exit 2, one line naming the fix"
+    ;;
+  pmix2|pmix3)
+    n=${scenario#pmix}
+    run srun -n "$n" --mpi=pmix "$xb" coll allreduce,allgather --backend host -b 1K -e 64K --format json -o "$tmp/c.json"
+    tables=$(grep -c '^# Collective allreduce' "$out")
+    [ "$tables" -le 1 ] || fail "$tables allreduce tables printed: $n one-rank copies instead of one $n-rank run"
+    if [ $rc = 2 ]; then
+      case $mpi_lib in *"Open MPI"*) fail "the Open MPI build was refused under srun --mpi=pmix" ;; esac
+      [ "$(grep -c '^xferbench' "$err")" = 1 ] || fail "refused with $(grep -c '^xferbench' "$err") xferbench lines on stderr, expected 1"
+      grep -q 'each is alone in an MPI world of 1 rank' "$err" || fail "the refusal does not say why"
+      ok "srun -n $n --mpi=pmix ($mpi_lib): refused in one line, exit 2: $(grep '^xferbench' "$err")"
+    fi
+    [ $rc = 0 ] || fail "srun -n $n --mpi=pmix xferbench coll exited $rc"
+    ranks=$(json_get "$tmp/c.json" 'd["env"]["ranks"]')
+    [ "$ranks" = "$n" ] || fail "env.ranks is '${ranks}' in the JSON, expected $n"
+    wrong=$(json_get "$tmp/c.json" 'sorted(set(r["wrong"] for r in d["results"]))')
+    [ "$wrong" = "[0]" ] || fail "#wrong over the records is $wrong, expected [0]"
+    ok "srun -n $n --mpi=pmix ($mpi_lib): one $n-rank run, #wrong 0"
+    ;;
+  doctor)
+    run srun -N 1 --ntasks-per-node=1 "$xb" doctor --quick --checks bandwidth --backend host -q \
+      --format json -o "$tmp/d-{host}.json"
+    [ $rc = 0 ] || [ $rc = 1 ] || fail "srun -N 1 --ntasks-per-node=1 xferbench doctor exited $rc"
+    [ -s "$tmp/d-$(hostname).json" ] || fail "no d-$(hostname).json written ({host} in -o)"
+    run srun -n 2 "$xb" doctor --quick --checks bandwidth --backend host
+    [ $rc = 2 ] || fail "two doctors on one node: exit $rc, expected 2"
+    grep -q 'placed 2 of them on one node' "$err" || fail "the refusal does not say why"
+    ok "srun doctor: one per node runs and writes d-{host}.json; two on one node refused"
     ;;
   fleet)
     run srun -n 3 --mpi=pmi2 "$xb" fleet --backend host --format json -o "$tmp/f.json"

@@ -51,6 +51,26 @@ TEST(CollModel, IndivisibleSizesAreUsageErrors) {
   EXPECT_NO_THROW(coll_counts(CollOp::allreduce, 4096, DType::float32, 3));  // no split needed
 }
 
+// Sizes are rounded down as nccl-tests does, so a sweep runs at any rank count.
+TEST(CollModel, SizesFitDownToWhatTheCollectiveMoves) {
+  const auto fit = [](CollOp op, Bytes b, DType t, int n) {
+    return coll_fit(CollCase{op, t, RedOp::sum, n, 0, {}}, b);
+  };
+  EXPECT_EQ(fit(CollOp::allgather, 4096, DType::float32, 3), 4092u);  // 341 floats per rank
+  EXPECT_EQ(fit(CollOp::alltoall, 1 << 20, DType::float32, 5), 1048560u);
+  EXPECT_EQ(fit(CollOp::allreduce, 1001, DType::float32, 3), 1000u);  // whole elements only
+  EXPECT_EQ(fit(CollOp::allreduce, 4096, DType::float32, 3), 4096u);  // no split needed
+  EXPECT_EQ(fit(CollOp::gather, 8, DType::float32, 5), 0u);           // 2 floats, 5 ranks
+  EXPECT_EQ(fit(CollOp::scatter, 8, DType::int8, 5), 5u);
+  for (CollOp op : {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall, CollOp::gather,
+                    CollOp::scatter})
+    for (int n : {3, 5, 6, 7}) {
+      const Bytes b = fit(op, 65536, DType::float64, n);
+      EXPECT_NO_THROW(coll_counts(op, b, DType::float64, n)) << to_string(op) << " n=" << n;
+      EXPECT_LT(65536 - b, 8u * static_cast<Bytes>(n));
+    }
+}
+
 TEST(CollModel, Names) {
   EXPECT_EQ(parse_collectives("all").size(), collectives().size());
   EXPECT_THROW(parse_collectives("allreduce2"), UsageError);

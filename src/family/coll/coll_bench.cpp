@@ -26,7 +26,8 @@ struct CollBuffers {
 CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, const CollCase& c) {
   std::size_t send = 0, recv = 0;
   for (Bytes n : cfg.sizes) {
-    const CollCounts k = coll_counts(c, n);
+    if (coll_fit(c, n) == 0) continue;
+    const CollCounts k = coll_counts(c, coll_fit(c, n));
     send = std::max(send, k.send);
     recv = std::max(recv, k.recv);
   }
@@ -295,10 +296,6 @@ void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
     throw UsageError("nothing to run: both in-place and out-of-place are off");
   if (cfg.iters < 1) throw UsageError("-n must be at least 1");
   check_skew(cfg.skew, nranks);
-  for (CollOp op : cfg.ops)
-    for (DType t : cfg.dtypes)
-      for (Bytes n : cfg.sizes)
-        coll_counts(CollCase{op, t, RedOp::sum, nranks, cfg.root, cfg.skew}, n);  // UsageError
 }
 
 CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const CollConfig& cfg) {
@@ -318,8 +315,19 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
           is_reduction(op) ? cfg.redops : std::vector<RedOp>{RedOp::sum};
       for (RedOp ro : redops) {
         const CollCase c{op, t, ro, comm.size(), cfg.root, cfg.skew};
-        for (Bytes n : cfg.sizes) {
-          stop_point(&rt);  // every rank, in step
+        for (Bytes asked : cfg.sizes) {
+          stop_point(&rt);                     // every rank, in step
+          const Bytes n = coll_fit(c, asked);  // the bytes really moved
+          if (n == 0) {
+            for (bool inplace : {false, true})
+              if ((inplace && cfg.inplace) || (!inplace && cfg.outofplace))
+                done(make_waived(c, CollCounts{}, asked, inplace, cfg, comm,
+                                 fmt::format("{} B holds no whole {}: {} needs {} B at least "
+                                             "({} ranks)",
+                                             asked, spec(op).split ? "element per rank" : "element",
+                                             to_string(op), coll_unit(c), c.nranks)));
+            continue;
+          }
           const CollCounts k = coll_counts(c, n);
           for (bool inplace : {false, true}) {
             if ((inplace && !cfg.inplace) || (!inplace && !cfg.outofplace)) continue;

@@ -149,21 +149,12 @@ class CollFamily final : public Family {
   }
 
  private:
-  // Default sweep 64K..64M x4, rounded down so every split collective divides
-  // (explicit sizes are taken as given and checked).
-  std::vector<Bytes> default_sizes(int nranks) const {
-    auto sizes = sizes_of(sizes_, 64 * 1024, 64ULL << 20, 4.0);
-    if (sizes_.fixed() || sizes_.sweep_given()) return sizes;
-    const Bytes unit = 8ULL * static_cast<Bytes>(nranks);
-    std::vector<Bytes> out;
-    for (Bytes n : sizes)
-      if (n / unit * unit > 0 && (out.empty() || out.back() != n / unit * unit))
-        out.push_back(n / unit * unit);
-    return out;
-  }
+  // Default sweep 64K..64M x4. Each collective rounds each size down to what
+  // it can move at this rank count (coll_fit), and its records say so.
+  std::vector<Bytes> default_sizes() const { return sizes_of(sizes_, 64 * 1024, 64ULL << 20, 4.0); }
 
   void finish_config(int nranks) {
-    cfg_.sizes = default_sizes(nranks);
+    cfg_.sizes = default_sizes();
     cfg_.iters = run_.iters_or(20);
     cfg_.warmup = run_.warmup_or(5);
     cfg_.check = check_ != 0 && !run_.no_check;

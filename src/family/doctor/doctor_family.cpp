@@ -18,6 +18,7 @@
 #include "family/options.hpp"
 #include "family/output.hpp"
 #include "family/parse.hpp"
+#include "runtime/runtime.hpp"
 
 namespace xb {
 namespace {
@@ -101,8 +102,19 @@ class DoctorFamily final : public Family {
   }
 
   int run(const Invocation&) override {
-    if (launched_by_mpiexec())
-      throw UsageError("doctor runs as one process: give --ranks N instead of mpiexec");
+    // Under a launcher (`srun -N 4 --ntasks-per-node=1 xferbench doctor`, as
+    // operators schedule a health check): each process checks its own node,
+    // so one per node; --ranks starts a launcher of its own.
+    if (launch_seen().size > 1 || launched_by_mpiexec()) {
+      if (const int per_node = launcher_tasks_per_node(); per_node > 1)
+        throw UsageError(fmt::format(
+            "doctor checks the node it runs on: the launcher placed {} of them on one node; start "
+            "one per node (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node, mpiexec -ppn 1)",
+            per_node));
+      if (run_.ranks > 0)
+        throw UsageError(
+            "doctor --ranks starts its own launcher: give it outside mpiexec, mpirun or srun");
+    }
     if (run_.ranks == 1) throw UsageError("--ranks 1: the cross-rank checks need at least 2");
     const std::set<std::string> checks = checks_asked();
     const doctor::Plan plan = doctor::plan_of(quick_, full_);

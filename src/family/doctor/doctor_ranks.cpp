@@ -22,11 +22,12 @@
 #include "core/timer.hpp"
 #include "core/units.hpp"
 #include "family/doctor/doctor_probe.hpp"
+#include "runtime/runtime.hpp"
 
 namespace xb::doctor {
 namespace {
 
-// Runs `mpiexec -n N <this binary> ARGS... --format json -o FILE -q`,
+// Runs `<launcher> -n N <this binary> ARGS... --format json -o FILE -q`,
 // returns the parsed document, or throws RuntimeError with the reason.
 nlohmann::json run_ranked(int ranks, const std::vector<std::string>& args, double timeout_s) {
   char self[4096] = {};
@@ -35,9 +36,8 @@ nlohmann::json run_ranked(int ranks, const std::vector<std::string>& args, doubl
   char dir[] = "/tmp/xferbench-doctor-XXXXXX";
   if (!mkdtemp(dir)) throw RuntimeError("cannot make a temporary directory");
   const std::string out = std::string(dir) + "/out.json", err = std::string(dir) + "/err.log";
-  const char* launcher = std::getenv("XFERBENCH_MPIEXEC");
-  std::vector<std::string> argv = {launcher && *launcher ? launcher : "mpiexec", "-n",
-                                   std::to_string(ranks), self};
+  std::vector<std::string> argv = launcher_command(ranks);
+  argv.emplace_back(self);
   argv.insert(argv.end(), args.begin(), args.end());
   for (const char* a : {"--format", "json", "-q", "-o"}) argv.emplace_back(a);
   argv.push_back(out);
@@ -101,7 +101,7 @@ Finding remote_row(const nlohmann::json& r, const std::string& backend, double r
   f.why = f.verdict == Verdict::pass ? "a peer rank's window read near memcpy speed (same host)"
                                      : fmt::format(
                                            "{:.0f} % of memcpy on the cores: look at the window's "
-                                           "transport (shm or rma) and MPICH's settings",
+                                           "transport (shm or rma) and the MPI's settings",
                                            f.ratio() * 100);
   if (f.verdict == Verdict::fail && too_busy_to_judge(load.other_cores, online_cores(), cv)) {
     f.verdict = Verdict::warn;

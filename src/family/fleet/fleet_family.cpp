@@ -407,16 +407,18 @@ class FleetFamily final : public Family {
                      .check = "skip verification of the received bytes",
                      .ranks = true});
     app.footer(
-        R"(One rank per host (mpiexec -ppn 1): a census (doctor --quick on every host, each figure held
+        R"(One rank per host (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node, or MPICH's
+mpiexec -ppn 1): a census (doctor --quick on every host, each figure held
 against the other hosts'), then every pair of hosts once per pass in rounds of disjoint
 pairs (a->b, b->a, both at once, an 8-byte ping-pong), then verdicts: a host slow with
 every partner, a link slow while both its ends are fast elsewhere, the direction, latency,
 and the whole fleet against the NICs' rate. Suspects are measured again alone before a FAIL.
 Needs >= 4 hosts to tell a slow host from a slow link. Exit 1 on a FAIL.
 Examples:
-  mpiexec -f hosts -ppn 1 xferbench fleet
-  mpiexec -f hosts -ppn 1 xferbench fleet --passes 3 -s 64M --format json -o fleet.json
-  srun -N 16 --ntasks-per-node=1 --mpi=pmi2 xferbench fleet --exclude node07
+  srun -N 16 --ntasks-per-node=1 --mpi=pmix xferbench fleet --exclude node07   (Open MPI build)
+  srun -N 16 --ntasks-per-node=1 --mpi=pmi2 xferbench fleet                    (MPICH build)
+  mpirun --hostfile hosts --map-by ppr:1:node xferbench fleet --passes 3 -s 64M --format json -o fleet.json
+  mpiexec -f hosts -ppn 1 xferbench fleet                                      (MPICH's hydra)
   xferbench report fleet.json -o fleet.html)");
   }
 
@@ -460,7 +462,9 @@ int FleetFamily::run(const Invocation& inv) {
   Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& be) {
     std::string err;
     if (rt.size() < 2)
-      err = "fleet needs at least 2 ranks, one per host: mpiexec -f HOSTS -ppn 1 xferbench fleet";
+      err =
+          "fleet needs at least 2 ranks, one per host (srun --ntasks-per-node=1, mpirun --map-by "
+          "ppr:1:node, or mpiexec -ppn 1)";
     else if (cfg_.rails && be.name() == "host")
       err = "--rails pairs GPU g of one host with GPU g of another: it needs --backend cuda";
     err = rt.agree(err);

@@ -110,11 +110,12 @@ class RemoteFamily final : public Family {
                      .check = "skip verification of the received bytes",
                      .ranks = true,
                      .monitor = true});
-    app.footer(R"(Ranks come from MPICH's mpiexec; rank 0 reports, the others stay silent.
+    app.footer(R"(Ranks come from the MPI launcher (mpiexec, mpirun, srun; --ranks N starts the one this
+xferbench is built with); rank 0 reports, the others stay silent.
 Examples:
   mpiexec -n 2 xferbench remote                     get, 4K..4M x4, both methods
   xferbench remote --ranks 2 --op get,put -b 4K -e 64M -f 2 --format json -o r.json
-  mpiexec -f hosts -n 2 xferbench remote --transport rma      two hosts
+  mpirun --hostfile hosts -n 2 xferbench remote --transport rma   two hosts (MPICH: mpiexec -f hosts)
   mpiexec -n 2 xferbench remote --backend host --window 64 -b 8 -e 4K   message rate)");
   }
 
