@@ -7,7 +7,11 @@
   slowest    -n 2, allreduce --samples with rank 1 slowed by the test knob
              XFERBENCH_TEST_SLOW_RANK: JSON names rank 1 and its host on every
              record, with every iteration of both ranks; the table says
-             "slowest: rank 1 (host ...)"; without the knob nobody is named."""
+             "slowest: rank 1 (host ...)"; without the knob nobody is named
+  ranks5     -n 5, allgather,reducescatter,alltoall,gather,scatter -b 8 -e 1M:
+             every size rounded down to a multiple of 5 elements (the bytes
+             moved), #wrong 0; the sizes below 5 floats waived saying so
+  ranks3     -n 3, all collectives, 4K..1M: the same at 3 ranks"""
 import json, os, socket, subprocess, sys, tempfile
 
 mpiexec, xb, case = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -50,6 +54,29 @@ if case == "alltoallv":
             if r["inplace"]:
                 assert r["status"] == "waived" and "no in-place form" in r["reason"], r
     print("ok: alltoallv zipf:1.2 and hot:1:0.5 exact, pair counts in JSON")
+elif case in ("ranks5", "ranks3"):
+    n = int(case[-1])
+    split = {"allgather", "reducescatter", "alltoall", "gather", "scatter"}
+    if n == 5:
+        doc = run(5, [",".join(sorted(split)), "-b", "8", "-e", "1M", "-n", "2", "-w", "1"])
+    else:
+        doc = run(3, ["all", "-b", "4K", "-e", "1M", "-f", "4", "-n", "2", "-w", "1"])
+    assert doc["env"]["ranks"] == n, doc["env"]
+    asked = [int(b) for b in doc["params"]["sizes"].split(",")]
+    for r in doc["results"]:
+        if r["status"] == "waived":
+            if "no in-place form" in r["reason"]:
+                continue
+            assert "holds no whole element" in r["reason"], r
+            assert r["bytes"] < 4 * n, r
+            continue
+        ok(r)
+        unit = 4 * n if r["case"] in split else 4
+        assert r["bytes"] % unit == 0, (r["case"], r["bytes"], unit)
+        assert any(0 <= a - r["bytes"] < unit for a in asked), (r["bytes"], asked)
+    moved = {r["case"] for r in doc["results"] if r["status"] == "ok"}
+    assert split <= moved, moved
+    print(f"ok: {len(doc['results'])} records at {n} ranks, sizes rounded to what moved, #wrong 0")
 elif case == "gather":
     doc = run(2, ["gather,scatter", "-r", "1", "-b", "4K", "-e", "1M", "-f", "16", "-n", "3"])
     cases = {r["case"] for r in doc["results"]}
