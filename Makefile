@@ -1,6 +1,10 @@
 # Two commands do everything on a fresh Debian 12 machine:
-#   make run    install missing packages, configure, build, run the default suite (host backend)
-#   make test   the same set-up, then every pass of the test suite, in this order:
+#   make run    install the missing packages that building and running need (apt; root or
+#               sudo only when something is missing), configure, build, run the default
+#               suite (host backend). `make build` stops after the build.
+#   make test   the same, plus the test, lint and scheduler tools (install-deps.sh test),
+#               the build again with warnings as errors and the tests on, then every pass
+#               of the test suite, in this order:
 #                 lint             the format check and clang-tidy over the tree (make lint)
 #                 test-release     the whole suite on the release build (build/default)
 #                 test-fake-accel  the suite again with a fake Ascend runtime first in `auto`
@@ -20,18 +24,32 @@ XB := $(BUILD)/xferbench
 NVBANDWIDTH ?=
 NCCL_TESTS ?=
 
-.PHONY: all deps configure build run test test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz fuzz \
+.PHONY: all deps deps-test configure configure-dev build build-dev run test test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz fuzz \
 	fuzz-build bench format check-format tidy lint clean
 
 all: build
 
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh build
 
+deps-test:
+	@scripts/install-deps.sh test
+
+# A user's build: the preset as it is (no -Werror; the tests when GoogleTest is there).
 configure: deps
 	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET)
 
 build: configure
+	cmake --build --preset $(PRESET)
+
+# make test's build of the same folder: warnings as errors and the tests on.
+DEV_CACHE := -DXFERBENCH_WERROR=ON -DXFERBENCH_TESTS=ON
+configure-dev: deps-test
+	@grep -qx 'XFERBENCH_WERROR:BOOL=ON' $(BUILD)/CMakeCache.txt 2>/dev/null && \
+	  grep -Eqx 'XFERBENCH_TESTS:[A-Z]+=ON' $(BUILD)/CMakeCache.txt && test -f $(BUILD)/build.ninja || \
+	  cmake --preset $(PRESET) $(DEV_CACHE)
+
+build-dev: configure-dev
 	cmake --build --preset $(PRESET)
 
 run: build
@@ -44,22 +62,22 @@ run: build
 
 test: lint test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz
 
-test-release: build
+test-release: build-dev
 	ctest --preset $(PRESET) -j2
 
 # The suite again with a fake Ascend runtime installed, so `auto` picks an
 # accelerator first: proves no test takes `auto` to mean the host.
-test-fake-accel: build
-	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2 -LE "netns|slurm"
+test-fake-accel: build-dev
+	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2 -LE "netns|slurm|install"
 
 # HWLOC_COMPONENTS=-pci (the asan test preset): hwloc's pci plugin, which Open
 # MPI and libpmix2 pull in (libhwloc-plugins), leaks inside libpciaccess and is
 # unloaded before LeakSanitizer reports, so no suppression can name it; the
 # pass runs as it does where the plugin is absent, LeakSanitizer on for all.
-test-asan: deps
+test-asan: deps-test
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan
-	ctest --preset asan -j2 -LE "netns|slurm"
+	ctest --preset asan -j2 -LE "netns|slurm|install"
 
 # ThreadSanitizer: the threaded tests (the host copiers' worker pool, the
 # liveness watch and its sockets, gemm-ar's crew, the engine server and its
@@ -69,7 +87,7 @@ test-asan: deps
 # process that a test script does not check fails the pass too.
 TSAN_REPORTS := build/tsan/reports
 
-test-tsan: deps
+test-tsan: deps-test
 	@test -f build/tsan/build.ninja || cmake --preset tsan
 	cmake --build --preset tsan
 	@rm -rf $(TSAN_REPORTS)
@@ -83,8 +101,8 @@ test-tsan: deps
 # (a multi-rank test of every family, the launcher refusals) under
 # mpirun.openmpi; the test preset allows root and oversubscription through
 # OMPI_* variables.
-test-openmpi: deps
-	@test -f build/openmpi/build.ninja || cmake --preset openmpi
+test-openmpi: deps-test
+	@test -f build/openmpi/build.ninja || cmake --preset openmpi $(DEV_CACHE)
 	cmake --build --preset openmpi
 	ctest --preset openmpi -j2
 
@@ -94,7 +112,7 @@ test-openmpi: deps
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 5
 
-fuzz-build: deps
+fuzz-build: deps-test
 	@test -f build/fuzz/build.ninja || cmake --preset fuzz
 	cmake --build --preset fuzz
 
@@ -108,7 +126,7 @@ test-fuzz: fuzz-build
 # run three times in a row (bench/repeat.sh prints the spread): a lucky run
 # does not pass a target.
 BENCH_RUNS ?= 3
-bench: build
+bench: deps-test build
 	bench/repeat.sh $(BENCH_RUNS) bench/host_copy_vs_memcpy.sh $(XB)
 	bench/remote_vs_mpi_get.sh $(XB)
 	bench/coll_vs_mpi_allreduce.sh $(XB)
@@ -124,10 +142,10 @@ bench: build
 format:
 	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 
-check-format: deps
+check-format: deps-test
 	scripts/format-check.sh
 
-tidy: configure
+tidy: configure-dev
 	scripts/tidy.sh $(BUILD)
 
 lint: check-format tidy

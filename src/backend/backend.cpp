@@ -9,6 +9,8 @@
 
 namespace xb {
 
+std::vector<std::pair<std::string, std::string>> Backend::software() const { return {}; }
+
 const char* to_string(Method m) { return m == Method::dma ? "dma" : "core"; }
 
 void check_range(const Buffer& b, Bytes offset, Bytes n, const char* what) {

@@ -203,6 +203,10 @@ class Backend {
   // can be made for these ranks (NCCL and HCCL: one device per rank).
   virtual Support communicator_fits(Runtime& rt);
 
+  // The backend's own libraries and driver, name and version, as loaded
+  // (not as built against); default: none.
+  virtual std::vector<std::pair<std::string, std::string>> software() const;
+
   // The links of `device` as the topology reports them (doctor); default: none.
   virtual LinkFacts link_facts(int device) const;
   // The clock-hold counters of `device` now (ClockHolds).

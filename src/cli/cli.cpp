@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <xferbench/version.hpp>
 
+#include "backend/cuda_module.hpp"
 #include "core/error.hpp"
+#include "family/output.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb::cli {
@@ -59,8 +61,12 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", [] {
     std::vector<std::string> launcher = launcher_command(1);
     launcher.back() = "N";
-    return fmt::format("xferbench {} ({})\nmpi: {}\nlauncher: {}", kVersion, kGitDescribe,
-                       mpi_library(), fmt::join(launcher, " "));
+    std::string out = fmt::format("xferbench {} ({})", kVersion, kGitDescribe);
+    for (const auto& [name, version] : software_versions())
+      out += fmt::format("\n{}: {}", name, version);
+    const CudaModuleLoad& cuda = cuda_module();
+    out += fmt::format("\ncuda module: {}", cuda.module ? cuda.path : cuda.why);
+    return out + fmt::format("\nlauncher: {}", fmt::join(launcher, " "));
   });
   app.require_subcommand(1);
   app.footer(kFooter);

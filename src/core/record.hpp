@@ -106,6 +106,9 @@ struct EnvInfo {
   std::vector<DeviceSummary> devices;
   int ranks = 1;
   std::string backend_note;  // why `auto` passed other backends over, or ""
+  // The software the run used, name and version, in order: mpi, ucx, hwloc,
+  // kernel, os, then the backend's (cuda: driver, runtime, nccl, cublas).
+  std::vector<std::pair<std::string, std::string>> software;
 };
 
 // Ordered key/value parameters of the run, echoed into the report.

@@ -10,6 +10,8 @@ namespace xb {
 std::string host_name();
 std::string cpu_model();  // "AMD EPYC", from /proc/cpuinfo; "unknown" otherwise
 int online_cores();
+std::string kernel_release();  // uname -r
+std::string os_name();         // PRETTY_NAME of /etc/os-release, "unknown" otherwise
 // The CPUs this process may run on (sched_getaffinity), ascending.
 std::vector<int> allowed_cpus();
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.

@@ -13,14 +13,24 @@
 #include <iostream>
 #include <mutex>
 
+#include "backend/common/hwloc_util.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/schema.hpp"
 #include "core/sysinfo.hpp"
+#include "engine/ucx.hpp"
 #include "runtime/liveness.hpp"
 #include "runtime/runtime.hpp"
 
 namespace xb {
+
+std::vector<std::pair<std::string, std::string>> software_versions() {
+  return {{"mpi", mpi_library()},
+          {"ucx", engine::ucx_version()},
+          {"hwloc", hwloc_version()},
+          {"kernel", kernel_release()},
+          {"os", os_name()}};
+}
 
 EnvInfo env_of(const Backend& backend) {
   EnvInfo env;
@@ -29,6 +39,8 @@ EnvInfo env_of(const Backend& backend) {
   env.cores = online_cores();
   env.backend = backend.name();
   for (const auto& d : backend.devices()) env.devices.push_back({d.id, d.name, d.numa});
+  env.software = software_versions();
+  for (auto& s : backend.software()) env.software.push_back(std::move(s));
   return env;
 }
 

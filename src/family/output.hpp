@@ -15,6 +15,8 @@ namespace xb {
 
 // The host, CPU, cores, backend and devices a report was measured on.
 EnvInfo env_of(const Backend& backend);
+// mpi, ucx, hwloc, kernel and os, each's version as loaded here (env.software).
+std::vector<std::pair<std::string, std::string>> software_versions();
 
 // Writes `render(format)` to -o FILE (the table also goes to stdout unless
 // --quiet) or to stdout. The file is opened before anything runs, so a bad

@@ -283,6 +283,30 @@ double parse_threshold(const std::string& text) {
   return v;
 }
 
+// env.software of two documents, name by name (a name one of them lacks reads "-").
+static std::vector<std::string> software_changes(const json& a, const json& b) {
+  const auto software = [](const json& d) {
+    std::map<std::string, std::string> out;
+    if (d.contains("env") && d["env"].is_object() && d["env"].contains("software") &&
+        d["env"]["software"].is_object())
+      for (const auto& [k, v] : d["env"]["software"].items())
+        out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    return out;
+  };
+  const auto sa = software(a), sb = software(b);
+  std::map<std::string, bool> names;
+  for (const auto& [k, v] : sa) names[k] = true;
+  for (const auto& [k, v] : sb) names[k] = true;
+  std::vector<std::string> out;
+  for (const auto& [k, unused] : names) {
+    const auto ia = sa.find(k), ib = sb.find(k);
+    const std::string va = ia == sa.end() ? "-" : ia->second,
+                      vb = ib == sb.end() ? "-" : ib->second;
+    if (va != vb) out.push_back(fmt::format("{}: {} -> {}", k, va, vb));
+  }
+  return out;
+}
+
 Comparison compare_results(const std::string& old_path, const std::string& new_path,
                            double threshold, const SchemaLookup& schema_of) {
   const json a = load(old_path), b = load(new_path);
@@ -318,11 +342,14 @@ Comparison compare_results(const std::string& old_path, const std::string& new_p
   }
   for (const auto& [k, r] : old_by_key)
     if (!seen.count(k)) c.only_old.push_back(k);
+  c.software_changed = software_changes(a, b);
   return c;
 }
 
 std::string format_comparison(const Comparison& c, double threshold) {
-  std::string out =
+  std::string out;
+  for (const auto& s : c.software_changed) out += fmt::format("software differs: {}\n", s);
+  out +=
       fmt::format("{:<64} {:>6} {:>10} {:>10} {:>7}\n", "record", "metric", "old", "new", "ratio");
   for (const auto& r : c.rows)
     out += fmt::format("{:<64} {:>6} {:>10.3f} {:>10.3f} {:>7.3f}{}\n", r.key, r.metric,

@@ -21,6 +21,8 @@ struct CompareRow {
 struct Comparison {
   std::vector<CompareRow> rows;
   std::vector<std::string> only_old, only_new;  // unmatched keys
+  // env.software entries that differ: "mpi: MPICH 4.0.2 -> Open MPI v4.1.4".
+  std::vector<std::string> software_changed;
   int regressions = 0;
 };
 

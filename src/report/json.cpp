@@ -19,6 +19,11 @@ ojson document_head(const std::string& command, const EnvInfo& env) {
   doc["env"] = {{"host", env.host},       {"cpu", env.cpu},  {"cores", env.cores},
                 {"backend", env.backend}, {"devices", devs}, {"ranks", env.ranks}};
   if (!env.backend_note.empty()) doc["env"]["backend_note"] = env.backend_note;
+  if (!env.software.empty()) {
+    ojson sw = ojson::object();
+    for (const auto& [name, version] : env.software) sw[name] = version;
+    doc["env"]["software"] = sw;
+  }
   doc["command"] = command;
   return doc;
 }

@@ -56,7 +56,9 @@ TEST(CliJson, CopyDocumentHasTheDesignSchema) {
   const auto expected = nlohmann::json::parse(R"({
     "schema": "string", "tool": {"version": "string", "git": "string"},
     "env": {"host": "string", "cpu": "string", "cores": "number", "backend": "string",
-            "devices": [{"id": "number", "name": "string", "numa": "number"}], "ranks": "number"},
+            "devices": [{"id": "number", "name": "string", "numa": "number"}], "ranks": "number",
+            "software": {"mpi": "string", "ucx": "string", "hwloc": "string", "kernel": "string",
+                         "os": "string"}},
     "command": "string",
     "params": {"type": "string", "method": "string", "device": "number", "src": "number",
                "dst": "number", "bidir": "boolean", "p2p_op": "string", "sizes": "string", "p2p_sizes": "string",

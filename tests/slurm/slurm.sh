@@ -55,7 +55,7 @@ esac
 [ -x "$xb" ] || { echo "slurm.sh: no xferbench binary at $xb" >&2; exit 2; }
 xb=$(readlink -f "$xb")
 for tool in slurmctld slurmd munged mungekey srun salloc sinfo scancel timeout; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge)"
+  command -v "$tool" >/dev/null || skip "$tool is not installed (scripts/install-deps.sh test installs slurmctld slurmd slurm-client munge)"
 done
 # The launcher of the MPI this xferbench is built with (salloc runs it inside the allocation).
 mpi_lib=$("$xb" --version 2>/dev/null | sed -n 's/^mpi: //p')

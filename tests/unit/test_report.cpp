@@ -29,7 +29,8 @@ Record rec(std::string kase, std::string method, int src, int dst, Bytes bytes,
 Report sample() {
   Report r;
   r.command = "copy";
-  r.env = {"node1", "Test CPU", 2, "host", {{0, "NUMA node 0", 0}, {1, "NUMA node 0", 0}}, 1, ""};
+  r.env = {"node1", "Test CPU", 2, "host", {{0, "NUMA node 0", 0}, {1, "NUMA node 0", 0}},
+           1,       "",         {}};
   r.params = {{"type", std::string("d2d,p2p")}, {"warmup", std::int64_t{5}}, {"check", true}};
   r.results.push_back(rec("d2d", "dma", 0, 0, 1 << 20, {100, 110, 120}));
   r.results.push_back(rec("d2d", "dma", 0, 0, 2 << 20, {200, 210, 260}));
@@ -98,7 +99,7 @@ TEST(Report, CsvMatchesGolden) { check_golden("report.csv", format_csv(sample())
 Report coll_sample() {
   Report r;
   r.command = "coll";
-  r.env = {"node1", "Test CPU", 2, "host", {{0, "NUMA node 0", 0}}, 4, ""};
+  r.env = {"node1", "Test CPU", 2, "host", {{0, "NUMA node 0", 0}}, 4, "", {}};
   r.params = {{"collective", std::string("allreduce")}, {"agg", std::string("max")}};
   for (bool inplace : {false, true}) {
     Record x = rec("allreduce", "mpi", -1, -1, 1 << 20, {100, 120, 140});

@@ -1,9 +1,16 @@
 // hwloc: loading, CPU lists, NUMA distances.
 #include "backend/common/hwloc_util.hpp"
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace xb {
+
+std::string hwloc_version() {
+  const unsigned v = hwloc_get_api_version();
+  return fmt::format("API {}.{}.{}", v >> 16, (v >> 8) & 0xff, v & 0xff);
+}
 
 Hwloc::Hwloc(bool io) {
   if (hwloc_topology_init(&topo_) != 0) throw RuntimeError("hwloc: cannot initialise topology");

@@ -9,6 +9,9 @@
 
 namespace xb {
 
+// The hwloc library's API version at run time ("API 2.8.0": hwloc 2.8 and 2.9 share it).
+std::string hwloc_version();
+
 // RAII hwloc topology; `io` also keeps PCI and OS devices. Throws RuntimeError.
 class Hwloc {
  public:

@@ -1,5 +1,7 @@
 // The CUDA backend: devices, memory, streams, events and IPC.
+#include <cublas_v2.h>
 #include <fmt/format.h>
+#include <nccl.h>
 #include <sys/mman.h>
 
 #include <cctype>
@@ -304,6 +306,26 @@ std::unique_ptr<Buffer> CudaBackend::allocate_pinned_near(int device, Bytes size
     check(e, "cudaHostRegister");
   }
   return std::make_unique<CudaBuffer>(MemKind::pinned, -1, size, p, CudaBuffer::Owner::registered);
+}
+
+// The libraries as loaded: the driver's and runtime's versions, NCCL's and
+// cuBLAS's own (not the headers').
+std::vector<std::pair<std::string, std::string>> CudaBackend::software() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto cuda_version = [](int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); };
+  int v = 0;
+  if (cudaDriverGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_driver", cuda_version(v));
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_runtime", cuda_version(v));
+  if (ncclGetVersion(&v) == ncclSuccess)  // 2.9 on: major*10000 + minor*100 + patch
+    out.emplace_back("nccl", v >= 10000
+                                 ? fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100)
+                                 : fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100));
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+    out.emplace_back("cublas", fmt::format("{}.{}.{}", major, minor, patch));
+  return out;
 }
 
 LinkFacts CudaBackend::link_facts(int device) const {

@@ -108,6 +108,7 @@ class CudaBackend final : public Backend {
   // PCIe link from sysfs (by the GPU's PCI address), memory clock and bus
   // width from CUDA attributes.
   LinkFacts link_facts(int device) const override;
+  std::vector<std::pair<std::string, std::string>> software() const override;
   ClockHolds clock_holds(int device) const override;
   // mmap'd memory bound to the GPU's NUMA node (hwloc), page-locked with
   // cudaHostRegister.

@@ -14,7 +14,9 @@
 #include "family/gemm_ar/gemm_ar_op.hpp"
 #include "family/gemm_ar/gemm_ar_phases.hpp"
 
+#ifdef XFERBENCH_HAVE_OPENBLAS
 extern "C" void openblas_set_num_threads(int);
+#endif
 
 namespace xb {
 namespace {
@@ -268,8 +270,20 @@ void add_gemm_ar_records(Runtime& rt, const GemmArConfig& cfg, const GemmArOutco
   out.push_back(std::move(sum));
 }
 
+bool host_blas() {
+#ifdef XFERBENCH_HAVE_OPENBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
 GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
+#ifdef XFERBENCH_HAVE_OPENBLAS
   openblas_set_num_threads(1);  // one BLAS thread per compute worker
+#else
+  throw RuntimeError("host gemm-ar needs OpenBLAS (not in this build)");
+#endif
   const Tiling t = make_tiling(cfg.shape, rt.size(), cfg.compute_workers, cfg.comm_workers);
   const WindowLayout lay = window_layout(t, cfg.comm_workers);
   auto win = rt.allocate_window(lay.bytes, Transport::shm);

@@ -112,6 +112,9 @@ struct GemmArResult {
 
 // Collective. Throws RuntimeError naming the tile when the watchdog fires.
 GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg);
+// Whether this build has the BLAS host gemm-ar multiplies with (OpenBLAS is
+// optional; without it the host runs report waived).
+bool host_blas();
 
 // Collective, on a device backend through Backend::fused_gemm_allreduce
 // (validated with fused_fits on every rank first): the same phases and

@@ -232,8 +232,19 @@ Examples:
       validate_gemm_ar(rt, cfg_);
     });
     const bool host = r.backend->name() == "host";
-    GemmArResult res =
-        host ? run_gemm_ar(*r.rt, cfg_) : run_gemm_ar_device(*r.rt, *r.backend, cfg_);
+    GemmArResult res;
+    if (host && !host_blas()) {
+      Record w;
+      w.kase = "gemm-ar";
+      w.method = "host";
+      w.status = Status::waived;
+      w.reason =
+          "host gemm-ar multiplies with OpenBLAS, which this build lacks (install libopenblas-dev "
+          "or openblas-devel and configure again)";
+      res.records.push_back(std::move(w));
+    } else {
+      res = host ? run_gemm_ar(*r.rt, cfg_) : run_gemm_ar_device(*r.rt, *r.backend, cfg_);
+    }
     Params p = params(host);
     if (!res.placement.empty()) p.emplace_back("placement", res.placement);
     if (!res.library_note.empty()) p.emplace_back("library_note", res.library_note);

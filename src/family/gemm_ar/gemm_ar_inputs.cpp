@@ -1,6 +1,8 @@
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 
+#ifdef XFERBENCH_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -21,9 +23,17 @@ std::vector<double> reference(const GemmShape& s, int nranks) {
     for (std::int64_t j = 0; j < s.N; ++j)
       B[static_cast<std::size_t>(k * s.N + j)] = gemm_ar_input(kGemmArBSeed, k, j);
   std::vector<double> ref(static_cast<std::size_t>(s.M * s.N));
+#ifdef XFERBENCH_HAVE_OPENBLAS
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.M),
               static_cast<int>(s.N), static_cast<int>(s.K), 1.0, S.data(), static_cast<int>(s.K),
               B.data(), static_cast<int>(s.N), 0.0, ref.data(), static_cast<int>(s.N));
+#else  // no BLAS in this build: the plain product (gemm-ar's device paths check with it)
+  for (std::int64_t i = 0; i < s.M; ++i)
+    for (std::int64_t k = 0; k < s.K; ++k)
+      for (std::int64_t j = 0; j < s.N; ++j)
+        ref[static_cast<std::size_t>(i * s.N + j)] +=
+            S[static_cast<std::size_t>(i * s.K + k)] * B[static_cast<std::size_t>(k * s.N + j)];
+#endif
   return ref;
 }
 

@@ -1,6 +1,8 @@
 #include "family/gemm_ar/gemm_ar_op.hpp"
 
+#ifdef XFERBENCH_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
@@ -127,11 +129,18 @@ float* GemmArOperator::stage(int r, int src, std::int64_t tl) {
 void GemmArOperator::compute_tile(std::int64_t tile) {
   const auto& s = t_.shape;
   const std::int64_t tr = tile / t_.tiles_n, tc = tile % t_.tiles_n;
+#ifdef XFERBENCH_HAVE_OPENBLAS
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.base_m),
               static_cast<int>(s.base_n), static_cast<int>(s.K), 1.0f,
               A_.data() + tr * s.base_m * s.K, static_cast<int>(s.K), B_.data() + tc * s.base_n,
               static_cast<int>(t_.Np), 0.0f, C_.data() + tile * t_.tile_elems,
               static_cast<int>(s.base_n));
+#else
+  (void)tr;
+  (void)tc;
+  (void)tile;
+  throw RuntimeError("host gemm-ar needs OpenBLAS (not in this build)");
+#endif
 }
 
 // Reduce-scatter of one tile: each subtile into the owner's stage slot for

@@ -110,7 +110,8 @@ class RemoteFamily final : public Family {
                      .check = "skip verification of the received bytes",
                      .ranks = true,
                      .monitor = true});
-    app.footer(R"(Ranks come from the MPI launcher (mpiexec, mpirun, srun; --ranks N starts the one this
+    app.footer(
+        R"(Ranks come from the MPI launcher (mpiexec, mpirun, srun; --ranks N starts the one this
 xferbench is built with); rank 0 reports, the others stay silent.
 Examples:
   mpiexec -n 2 xferbench remote                     get, 4K..4M x4, both methods
