@@ -18,7 +18,7 @@
 PRESET ?= default
 BUILD := build/$(PRESET)
 XB := $(BUILD)/xferbench
-# The peer tools of `make bench` on a GPU, built from their public sources (README,
+# The peer tools of `make bench` on a GPU, built from their public sources (CONTRIBUTING.md,
 # "Speed check against peer tools"): the folder holding nvbandwidth, and nccl-tests'
 # build/ folder. Empty: those two comparisons print `waived` with where to get them.
 NVBANDWIDTH ?=

@@ -2,7 +2,7 @@
 # Side by side, in one invocation: every nvbandwidth (v0.8) bandwidth testcase
 # and the xferbench copy pattern that measures the same thing, on the same
 # buffer size, with `xferbench copy --backend cuda`. The mapping is the table
-# MAP below (the README lists it): copy engine (CE) cases against --method
+# MAP below (docs/commands/copy.md lists it): copy engine (CE) cases against --method
 # dma, SM cases against --method core --tile 0 (direct loads and stores, as
 # nvbandwidth's kernels are; the staged kernel is shown beside where it
 # differs). Each cell of nvbandwidth's matrix is compared with xferbench's

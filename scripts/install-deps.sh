@@ -10,7 +10,7 @@
 # Idempotent: a second run installs nothing and exits 0. Needs root (or sudo)
 # only when something is actually missing; without either it prints the one
 # apt-get line to run and exits 2. Elsewhere (no dpkg: RHEL, Rocky, ...) it
-# installs nothing and points at the README's list for that system.
+# installs nothing and points at the package lists of docs/install.md.
 set -euo pipefail
 
 BUILD_PKGS=(
@@ -47,7 +47,7 @@ if [ $list = 1 ]; then
 fi
 
 if ! command -v dpkg-query >/dev/null; then
-  echo "install-deps: not a Debian or Ubuntu system: install the packages the README lists for yours" \
+  echo "install-deps: not a Debian or Ubuntu system: install the packages docs/install.md lists for yours" \
     "(Install), then configure with cmake; nothing installed" >&2
   exit 0
 fi

@@ -1,6 +1,6 @@
 // A fake AscendCL runtime for tests, built as libascendcl.so: the entry
 // points the Ascend backend opens, implemented on host memory, as strict as
-// the real runtime where the real one has a rule (the README's Ascend
+// the real runtime where the real one has a rule (docs/backends.md, Ascend
 // section lists them; error codes are the real ones unless a comment says
 // otherwise):
 // - a current NPU per thread (aclrtSetDevice); streams and events belong to

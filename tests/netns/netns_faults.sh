@@ -15,7 +15,7 @@
 # then faults mid-run (a rank killed with SIGKILL, with and without hydra's
 # cleanup, in 2 and 3 ranks; a link set down; the engine's server killed or its
 # link set down), then 3 ranks over TCP several times (the MPI_Finalize hang the
-# README names). The ranks run with XFERBENCH_PEER_TIMEOUT=5: the liveness watch
+# docs/multinode.md names). The ranks run with XFERBENCH_PEER_TIMEOUT=5: the liveness watch
 # ends them when a peer dies or goes silent. Every run has a deadline and leftover
 # processes in the namespaces are killed, so the script ends in bounded time
 # (about 1.5 minutes on 2 cores).
@@ -248,7 +248,7 @@ mpirun() {
 # FAULT_EXPECT="RE@RE..." lines the ranks' stderr must have.
 # A rank killed: good when the run (mpiexec) then ends by itself within NETNS_HANG_S with a
 # non-zero exit code. A link down: good when every rank has ended within NETNS_HANG_S and
-# rank 0 named the rank it lost; mpiexec itself may still wait (see the README).
+# rank 0 named the rank it lost; mpiexec itself may still wait (see docs/multinode.md).
 fault_case() {
   local name=$1 kind=$2 fault=$3 fns=$4; shift 4
   mpirun "$name" "${FAULT_NP:-2}" $((4 + hang_s)) "$fault" 4 "$fns" "$@"
@@ -399,7 +399,7 @@ if has engine; then
 fi
 
 # --- 3 ranks over TCP: the MPI_Finalize hang ----------------------------------------------
-# README: "with 3 or more ranks Debian 12's MPICH 4.0.2 then hangs in MPI_Finalize".
+# CONTRIBUTING.md (departures): "with 3 or more ranks Debian 12's MPICH 4.0.2 then hangs in MPI_Finalize".
 # Here: rank 0 spins in PMPI_Finalize -> ucp_worker_progress (endpoints to ranks that
 # already left), later blocks reading its PMI socket; a C program doing only MPI_Barrier
 # (or MPI_Win_allocate/free) and MPI_Finalize does the same, a barrier first does not help.

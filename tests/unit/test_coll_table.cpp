@@ -66,7 +66,7 @@ TEST(CollTable, GatherAndScatterExpectations) {
   }
 }
 
-// The README's byte model: size = each rank's send total; per-pair counts
+// The byte model of docs/commands/coll.md: size = each rank's send total; per-pair counts
 // apportion it over the shares, every row sums to it exactly.
 TEST(CollSkew, ByteModelOfAlltoallv) {
   const CollCase c{CollOp::alltoallv, DType::float32, RedOp::sum, 3, 0, parse_skew("hot:1:0.5")};

@@ -40,7 +40,7 @@ struct Finding {
   }
 };
 
-// Efficiency factors: what such links deliver in practice (README, "doctor").
+// Efficiency factors: what such links deliver in practice (docs/commands/doctor.md).
 // PCIe DMA: 256-byte payloads carry ~26 bytes of TLP/DLLP framing (~0.90),
 // less flow control and DMA setup; nvbandwidth's large copies reach 80-87 %
 // of the raw rate on Gen4/Gen5 x16.

@@ -28,7 +28,7 @@ std::string esc(const std::string& v) {
 std::string doctor_table_note(const Report& r) {
   std::string note =
       "each row: a check, where, its verdict, the measured figure against what the link should "
-      "give (README: doctor); exit 1 when a row fails\n";
+      "give (docs/commands/doctor.md); exit 1 when a row fails\n";
   if (const FieldValue* v = find_field(r.params, "reference_gbps");
       v && std::holds_alternative<double>(*v))
     note += fmt::format("host memory reference (memcpy on all cores): {:.2f} GB/s\n",

@@ -1,4 +1,4 @@
-// `xferbench fleet`: the census, the pair rounds, the verdicts (README: fleet).
+// `xferbench fleet`: the census, the pair rounds, the verdicts (docs/commands/fleet.md).
 #include "family/fleet/fleet_family.hpp"
 
 #include <fmt/format.h>
@@ -364,7 +364,8 @@ class FleetFamily final : public Family {
   }
   std::string table_note(const Report&) const override {
     return "send: GB/s of one transfer, timed on the sender to the receiver's acknowledgement; a "
-           "pair's figure is its weaker direction; verdicts: README, fleet; exit 1 on a FAIL\n";
+           "pair's figure is its weaker direction; verdicts: docs/commands/fleet.md; exit 1 on a "
+           "FAIL\n";
   }
   std::string tables(const Report& r) const override;
 

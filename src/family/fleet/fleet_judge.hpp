@@ -1,6 +1,6 @@
 #pragma once
 // `xferbench fleet`'s verdicts, pure: from the pair matrix to the slow
-// hosts and links. The rules (README, "fleet"):
+// hosts and links. The rules (docs/commands/fleet.md):
 // - B(i,j), a pair's figure: the weaker of its two directions (median over
 //   iterations, then over passes; of an even count of passes the higher).
 // - A host's typical figure m(i): the upper median of B(i,j) over its

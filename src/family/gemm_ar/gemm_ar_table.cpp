@@ -27,6 +27,10 @@ std::string gemm_tables(const Report& r) {
       library = rec.method == "mpi"    ? "MPI_Allreduce"
                 : rec.method == "nccl" ? "ncclAllReduce"
                                        : rec.method;
+    if (rec.status == Status::waived) {
+      out += fmt::format("{:<18} waived: {}\n", rec.kase, rec.reason);
+      continue;
+    }
     out += fmt::format("{:<18} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}\n", rec.kase,
                        rec.time_us.median, rec.time_us.min, rec.time_us.max, rec.time_us.cv * 100);
   }
