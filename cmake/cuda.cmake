@@ -38,9 +38,12 @@ if(CMAKE_CUDA_COMPILER)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
     execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --version OUTPUT_VARIABLE _nvcc_v ERROR_QUIET)
     string(REGEX MATCH "release ([0-9]+\\.[0-9]+)" _m "${_nvcc_v}")
-    set(_archs 80-real 90-real 90-virtual)
+    # sm_90 from CUDA 11.8, sm_100 and sm_120 from 12.8; older nvcc: sm_80 and its PTX.
+    set(_archs 80-real 80-virtual)
     if(CMAKE_MATCH_1 AND CMAKE_MATCH_1 VERSION_GREATER_EQUAL 12.8)
       set(_archs 80-real 90-real 100-real 120-real 120-virtual)
+    elseif(CMAKE_MATCH_1 AND CMAKE_MATCH_1 VERSION_GREATER_EQUAL 11.8)
+      set(_archs 80-real 90-real 90-virtual)
     endif()
     set(CMAKE_CUDA_ARCHITECTURES "${_archs}" CACHE STRING
       "CUDA architectures (default: SASS for 80, 90, 100, 120 and PTX for the newest)")

@@ -9,7 +9,8 @@
 #
 # Idempotent: a second run installs nothing and exits 0. Needs root (or sudo)
 # only when something is actually missing; without either it prints the one
-# apt-get line to run and exits 2. Elsewhere (no dpkg: RHEL, Rocky, ...) it
+# apt-get line to run and goes on (exit 0: the packages may come from modules
+# or a prefix; CMake reports what is really missing). Elsewhere (no dpkg: RHEL, Rocky, ...) it
 # installs nothing and points at the package lists of docs/install.md.
 set -euo pipefail
 
@@ -68,9 +69,11 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   # sudo when it can ask (a terminal) or need not (no password); else say what to run.
   if ! command -v sudo >/dev/null || { ! [ -t 0 ] && ! sudo -n true 2>/dev/null; }; then
-    echo "install-deps: missing for '$set_name'; as root run:" >&2
+    # Going on: they may come from elsewhere (modules, spack, a prefix);
+    # CMake says what is really missing.
+    echo "install-deps: not installed as Debian packages (for '$set_name'); as root run:" >&2
     echo "  apt-get install --no-install-recommends ${missing[*]}" >&2
-    exit 2
+    exit 0
   fi
   SUDO="sudo"
 fi

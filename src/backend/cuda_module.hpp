@@ -29,7 +29,7 @@ inline constexpr const char* kCudaModuleFile = "xferbench_cuda.so";
 // module, or why there is none ("no xferbench_cuda.so beside the binary",
 // "libcudart.so.13: cannot open shared object file", a module of another
 // build). Looked for in XFERBENCH_CUDA_MODULE, beside the binary, then in
-// ../lib/xferbench/ from it (the installed layout).
+// the installed layout's <libdir>/xferbench/ (kModuleDirFromBin).
 struct CudaModuleLoad {
   const CudaModule* module = nullptr;
   std::string path;  // the file opened, or tried

@@ -52,8 +52,19 @@ bool launched_by_mpiexec() {
 
 int launcher_rank() {
   // SLURM_PROCID after the MPI launchers' own: under `salloc mpiexec` it
-  // numbers hydra's proxies, not the ranks. RANK last (torchrun's).
-  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"})
+  // numbers hydra's proxies, not the ranks. RANK last, and only beside a
+  // WORLD_SIZE of several (torchrun's pair; a stray RANK alone is no launch).
+  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
+  const char* world = std::getenv("WORLD_SIZE");
+  if (const char* v = std::getenv("RANK"); v && *v && world && std::atoi(world) > 1)
+    return std::atoi(v);
+  return -1;
+}
+
+int launcher_local_rank() {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"})
     if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
   return -1;
 }
@@ -126,7 +137,10 @@ std::string mpi_library_name(const std::string& text) {
 }
 
 std::string world_mismatch(const LaunchSeen& seen, int mpi_size, const std::string& library) {
-  if (seen.size <= 1 || seen.size == mpi_size) return "";
+  // Only a world of 1 is the split: a larger world that differs from the
+  // announced size is MPI's to own (a variable left in the environment by an
+  // enclosing allocation, `srun --pty bash` then mpirun, must not refuse it).
+  if (seen.size <= 1 || mpi_size != 1) return "";
   const std::string lib = mpi_library_name(library);
   const bool mpich = is_mpich_family(lib);
   const std::string own = fmt::format("{} {} N", build::kMpiexec, build::kMpiexecNumprocFlag);
@@ -156,34 +170,21 @@ std::string world_mismatch(const LaunchSeen& seen, int mpi_size, const std::stri
                         own);
       break;
   }
-  if (mpi_size == 1)
-    return fmt::format(
-        "{} started {} processes, but each is alone in an MPI world of 1 rank: this xferbench is "
-        "built with {}, which that launch does not reach; {}",
-        seen.name(), seen.size, lib, fix);
-  return fmt::format("{} started {} processes, but MPI ({}) made a world of {} ranks; {}",
-                     seen.name(), seen.size, lib, mpi_size, fix);
+  return fmt::format(
+      "{} started {} processes, but each is alone in an MPI world of 1 rank: this xferbench is "
+      "built with {}, which that launch does not reach; {}",
+      seen.name(), seen.size, lib, fix);
 }
 
 std::string launch_refused_before_init(const LaunchSeen& seen, const std::string& library) {
-  if (seen.kind != LaunchSeen::Kind::srun || seen.srun_mpi != "none" || seen.size <= 1) return "";
+  // Open MPI's MPI_Init aborts with a page of its own there. MPICH's kind
+  // may still form the world through Slurm's libpmi (Intel MPI with
+  // I_MPI_PMI_LIBRARY, MVAPICH2 built --with-pmi=slurm): after MPI_Init,
+  // world_mismatch decides for them.
+  if (seen.kind != LaunchSeen::Kind::srun || seen.srun_mpi != "none" || seen.size <= 1 ||
+      is_mpich_family(mpi_library_name(library)))
+    return "";
   return world_mismatch(seen, 1, library);
-}
-
-int launcher_tasks_per_node() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const int n = env_count(var); n > 0) return n;
-  // Slurm: "2(x3),1": 2 tasks on each of 3 nodes, then 1.
-  const char* v = std::getenv("SLURM_STEP_TASKS_PER_NODE");
-  if (!v || !*v) return 0;
-  int most = 0;
-  for (const char* p = v; *p;) {
-    most = std::max(most, std::atoi(p));
-    p = std::strchr(p, ',');
-    if (!p) break;
-    ++p;
-  }
-  return most;
 }
 
 std::vector<std::string> launcher_command(int ranks) {

@@ -136,6 +136,10 @@ void finish_deferred_mpi(int exit_code);
 bool launched_by_mpiexec();
 // This process's rank as the launcher set it before MPI starts, -1 if none.
 int launcher_rank();
+// This process's index among the launcher's processes on its node
+// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID, LOCAL_RANK),
+// -1 if none says.
+int launcher_local_rank();
 
 // What the launcher that started this process announced, from its
 // environment: who it is and how many processes it started. Read in this
@@ -151,23 +155,19 @@ struct LaunchSeen {
   std::string name() const;  // "srun --mpi=pmix", "Open MPI's mpirun", ...
 };
 LaunchSeen launch_seen();
-// After MPI_Init: "" when the world MPI made (`mpi_size` ranks) is the one
-// the launcher started, else the one line saying what happened and what to
-// do instead. `library` is MPI_Get_library_version's text.
+// After MPI_Init: the one line saying what happened and what to do instead
+// when the launcher started several processes and MPI made each a world of
+// 1 rank (the split), else "". `library` is MPI_Get_library_version's text.
 std::string world_mismatch(const LaunchSeen& seen, int mpi_size, const std::string& library);
 // The MPI library this binary runs with, in a few words (callable before
 // MPI starts): "MPICH 4.0.2", "Open MPI v4.1.4".
 std::string mpi_library();
-// Before MPI_Init: the launches no MPI can make one world of, refused before
-// MPI starts (Open MPI's MPI_Init aborts there with a page of its own): srun
-// --mpi=none with more than one task. "" otherwise.
+// Before MPI_Init: srun --mpi=none with more than one task and a library
+// that cannot form a world without a PMI plugin (Open MPI, whose MPI_Init
+// aborts there with a page of its own). "" otherwise.
 std::string launch_refused_before_init(const LaunchSeen& seen, const std::string& library);
 // MPI_Get_library_version's text in a few words: "MPICH 4.0.2", "Open MPI v4.1.4".
 std::string mpi_library_name(const std::string& version_text);
-// The most processes a launcher placed on one node, from its variables
-// (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, SLURM_STEP_TASKS_PER_NODE);
-// 0 when none says. doctor runs once per node under a launcher.
-int launcher_tasks_per_node();
 
 // The command that starts N ranks of a program: the launcher of the MPI
 // this binary is built against, as CMake found it (FindMPI's

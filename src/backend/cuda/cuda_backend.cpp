@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #include "backend/common/hwloc_util.hpp"
 #include "backend/common/last_error.hpp"
@@ -313,8 +314,10 @@ std::unique_ptr<Buffer> CudaBackend::allocate_pinned_near(int device, Bytes size
 std::vector<std::pair<std::string, std::string>> CudaBackend::software() const {
   std::vector<std::pair<std::string, std::string>> out;
   const auto cuda_version = [](int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); };
-  int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_driver", cuda_version(v));
+  std::ifstream release("/sys/module/nvidia/version");  // the kernel driver's own release
+  if (std::string r; std::getline(release, r) && !r.empty()) out.emplace_back("nvidia_driver", r);
+  int v = 0;  // the CUDA API level the driver offers (13.0), not its release
+  if (cudaDriverGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_driver_api", cuda_version(v));
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_runtime", cuda_version(v));
   if (ncclGetVersion(&v) == ncclSuccess)  // 2.9 on: major*10000 + minor*100 + patch
     out.emplace_back("nccl", v >= 10000

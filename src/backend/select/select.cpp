@@ -35,7 +35,7 @@ CudaModuleLoad load_cuda_module() {
     tried.emplace_back(env);
   } else {
     const std::string dir = exe_dir();
-    tried = {dir + "/" + kCudaModuleFile, dir + "/../lib/xferbench/" + kCudaModuleFile};
+    tried = {dir + "/" + kCudaModuleFile, dir + "/" + kModuleDirFromBin + "/" + kCudaModuleFile};
   }
   for (const auto& p : tried)
     if (access(p.c_str(), F_OK) == 0) {
@@ -61,11 +61,13 @@ CudaModuleLoad load_cuda_module() {
   const CudaModule* m = entry ? entry() : nullptr;
   if (!m) {
     l.why = fmt::format("{} is not an xferbench CUDA module (no {})", l.path, kCudaModuleSymbol);
+    dlclose(h);
     return l;
   }
   if (std::strcmp(m->abi, kBuildAbi) != 0) {
     l.why = fmt::format("{} is of another build ({}) than this binary ({}): install them together",
                         l.path, m->abi, kBuildAbi);
+    dlclose(h);
     return l;
   }
   l.module = m;  // never closed: the backend's objects live until exit

@@ -102,18 +102,17 @@ class DoctorFamily final : public Family {
   }
 
   int run(const Invocation&) override {
-    // Under a launcher (`srun -N 4 --ntasks-per-node=1 xferbench doctor`, as
-    // operators schedule a health check): each process checks its own node,
-    // so one per node; --ranks starts a launcher of its own.
+    // Under a launcher (`srun -N 4 --ntasks-per-node=8 xferbench doctor`, as
+    // operators schedule a health check): doctor checks the node it runs
+    // on, once: the node's first process runs it, the others leave at once,
+    // exit 0, without a word (a job's usual layout of a task per GPU must
+    // not run eight doctors on one node, nor fail the step). --ranks starts
+    // a launcher of its own.
     if (launch_seen().size > 1 || launched_by_mpiexec()) {
-      if (const int per_node = launcher_tasks_per_node(); per_node > 1)
-        throw UsageError(fmt::format(
-            "doctor checks the node it runs on: the launcher placed {} of them on one node; start "
-            "one per node (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node, mpiexec -ppn 1)",
-            per_node));
       if (run_.ranks > 0)
         throw UsageError(
             "doctor --ranks starts its own launcher: give it outside mpiexec, mpirun or srun");
+      if (launcher_local_rank() > 0) return 0;
     }
     if (run_.ranks == 1) throw UsageError("--ranks 1: the cross-rank checks need at least 2");
     const std::set<std::string> checks = checks_asked();
