@@ -66,7 +66,6 @@ were not found and the end of the output), 2 on bad usage or a malformed
 marker.
 """
 import argparse
-import glob
 import os
 import re
 import shlex
@@ -74,6 +73,9 @@ import shutil
 import signal
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from manual_pages import manual_pages  # noqa: E402
 import tempfile
 import time
 
@@ -350,12 +352,7 @@ def launcher_of(xb):
 
 
 def default_docs(root):
-    docs = ["README.md", "CONTRIBUTING.md"]
-    for p in sorted(glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True)):
-        rel = os.path.relpath(p, root)
-        if rel not in ("docs/DESIGN.md", "docs/RESULTS.md"):
-            docs.append(rel)
-    return [d for d in docs if os.path.exists(os.path.join(root, d))]
+    return manual_pages(root)
 
 
 def main(argv):

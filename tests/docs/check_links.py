@@ -14,10 +14,12 @@ heading with the same anchor gets `-1`, the third `-2`. `<a id="...">` and
 `<a name="...">` count as anchors too. Fails naming each broken link with
 its document and line.
 """
-import glob
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from manual_pages import manual_pages  # noqa: E402
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -83,10 +85,7 @@ def links(text):
 
 
 def default_docs(root):
-    docs = ["README.md", "CONTRIBUTING.md"]
-    docs += sorted(os.path.relpath(p, root)
-                   for p in glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True))
-    return [d for d in docs if os.path.exists(os.path.join(root, d))]
+    return manual_pages(root, reference=True)
 
 
 def check(root, doc):

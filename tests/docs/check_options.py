@@ -26,11 +26,13 @@ DESIGN.md and RESULTS.md). Two checks:
 Fails listing each option that is not where it should be, with the
 document and line.
 """
-import glob
 import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from manual_pages import manual_pages  # noqa: E402
 
 OPTION = re.compile(r"(?<![\w-])--[a-zA-Z][\w-]*")
 SHORT = re.compile(r"(?<![\w-])-[a-zA-Z](?![\w-])")
@@ -147,12 +149,7 @@ def mentions(text):
 
 
 def default_docs(root):
-    docs = ["README.md", "CONTRIBUTING.md"]
-    for p in sorted(glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True)):
-        rel = os.path.relpath(p, root)
-        if rel not in ("docs/DESIGN.md", "docs/RESULTS.md"):
-            docs.append(rel)
-    return [d for d in docs if os.path.exists(os.path.join(root, d))]
+    return manual_pages(root)
 
 
 def main(argv):
