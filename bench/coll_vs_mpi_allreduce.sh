@@ -11,8 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
 # The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
 # which Debian points at whichever MPI has the higher priority).
-mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
-mpiexec=${mpiexec:-mpiexec}
+mpiexec=$("$(dirname "$0")/../scripts/mpi-launcher.sh" "$xb")
 ranks=${2:-2}
 rounds=${3:-5}
 iters=20

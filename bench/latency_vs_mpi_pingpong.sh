@@ -15,8 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
 # The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
 # which Debian points at whichever MPI has the higher priority).
-mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
-mpiexec=${mpiexec:-mpiexec}
+mpiexec=$("$(dirname "$0")/../scripts/mpi-launcher.sh" "$xb")
 iters=${2:-10000}
 rounds=${3:-11}  # this VM's latency flips between two states for seconds: use many rounds
 osu_dir=${4:-}

@@ -22,8 +22,7 @@ peers=${1-}
 xb=${2:-$here/../build/default/xferbench}
 # The launcher of the MPI xferbench is built with (not the `mpiexec` on PATH,
 # which Debian points at whichever MPI has the higher priority).
-mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
-mpiexec=${mpiexec:-mpiexec}
+mpiexec=$("$(dirname "$0")/../scripts/mpi-launcher.sh" "$xb")
 iters=${4:-20}
 warmup=${5:-5}
 # shellcheck source=bench/cuda_common.sh

@@ -10,7 +10,7 @@ set -u
 case "${1:-}" in
 start)
   XB=$2 PIDFILE=$3
-  MPIEXEC=$("$XB" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')
+  MPIEXEC=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$XB")
   LIMIT=${BUSY_SECONDS:-600}
   work=$(mktemp -d /tmp/xferbench-busy-XXXXXX)
   : >"$PIDFILE"

@@ -2,7 +2,7 @@
 # Engine integration scenarios with real processes: engine_it.sh XFERBENCH SCENARIO
 set -u
 xb=$1; scenario=$2
-mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')  # the launcher of its MPI
+mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb")  # the launcher of its MPI
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 port=$((21000 + RANDOM % 30000))

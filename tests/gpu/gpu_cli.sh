@@ -4,7 +4,7 @@
 # usage: gpu_cli.sh XFERBENCH PATTERN [mpiexec -n N|-] ARGS...
 # XB_EXPECT_RC (default 0): the exit code expected.
 xb=$1 pattern=$2 np=$3
-mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')  # the launcher of its MPI
+mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb")  # the launcher of its MPI
 shift 3
 why=$("$xb" list --format json | /usr/bin/python3 -c '
 import json, sys

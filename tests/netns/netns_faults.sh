@@ -39,7 +39,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 xb=${1:-$root/build/default/xferbench}
-mpiexec=${2:-$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p')}
+mpiexec=${2:-$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb")}
 hang_s=${NETNS_HANG_S:-15}
 reps=${NETNS_FINALIZE_REPS:-2}
 only=${NETNS_ONLY:-ok kill link engine finalize}

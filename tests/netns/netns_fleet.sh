@@ -59,8 +59,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 case $# in
-1) scenario=$1; xb=$root/build/default/xferbench; mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p') ;;
-2) xb=$1; scenario=$2; mpiexec=$("$xb" --version 2>/dev/null | sed -n 's/^launcher: \([^ ]*\).*/\1/p') ;;
+1) scenario=$1; xb=$root/build/default/xferbench; mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb") ;;
+2) xb=$1; scenario=$2; mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb") ;;
 3) xb=$1; mpiexec=$2; scenario=$3 ;;
 *) echo "usage: $0 [XFERBENCH [MPIEXEC]] nofault|host|link|asym|killed|check" >&2; exit 2 ;;
 esac
