@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
 #include "family/fleet/fleet_judge.hpp"
+#include "family/fleet/fleet_pairs.hpp"
 #include "family/fleet/fleet_schedule.hpp"
 
 namespace xb {
@@ -362,6 +364,196 @@ TEST(FleetJudge, MissingPairsAreNotMeasuredNotSlow) {
   EXPECT_TRUE(j.slow_hosts.empty());
   EXPECT_TRUE(j.slow_links.empty());
   EXPECT_TRUE(std::isnan(pair_figure(fleet_matrix(4, figs), 0, 1)));
+}
+
+// ---- failed pairs are evidence -----------------------------------------------------
+
+// A failed pair: its first direction counts 0, the rest was not reached.
+PairFigures failed_pair(int a, int b, const std::string& why = "a->b: no answer within 12 s") {
+  PairFigures f{a, b, 0};
+  f.failed = true;
+  f.why = why;
+  return f;
+}
+
+bool contains_pair_for_test(const std::vector<FleetPair>& v, int a, int b) {
+  for (const auto& p : v)
+    if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) return true;
+  return false;
+}
+
+const Finding* row_of(const FleetJudgement& j, const std::string& check, const std::string& where) {
+  for (const auto& f : j.findings)
+    if (f.check == check && f.where == where) return &f;
+  return nullptr;
+}
+
+int count_verdict(const FleetJudgement& j, Verdict v) {
+  int n = 0;
+  for (const auto& f : j.findings) n += f.verdict == v;
+  return n;
+}
+
+// The table a six-host run printed with every verdict PASS: vm#4<->vm#1
+// failed in 3 of 3 passes (a missing cell between two healthy hosts). Rows
+// 4 and 1 as printed; the other pairs near the same figures.
+TEST(FleetJudge, ReplayedTableWithAMissingCellIsALinkFail) {
+  const std::vector<std::string> names = {"vm#0", "vm#1", "vm#2", "vm#3", "vm#4", "vm#5"};
+  // send[i][j] as printed: row 4 and row 1 (GB/s).
+  const std::map<std::pair<int, int>, double> printed = {
+      {{4, 5}, 0.301}, {{4, 0}, 0.365}, {{4, 3}, 0.277}, {{4, 2}, 0.37},
+      {{1, 5}, 0.317}, {{1, 0}, 0.354}, {{1, 3}, 0.365}, {{1, 2}, 0.36}};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0.28, 0.37);
+  const auto fig = [&](int a, int b) {
+    const auto it = printed.find({a, b});
+    return it != printed.end() ? it->second : u(rng);
+  };
+  std::vector<PairFigures> figures;
+  for (int pass = 0; pass < 3; ++pass)
+    for (int a = 0; a < 6; ++a)
+      for (int b = a + 1; b < 6; ++b)
+        figures.push_back((a == 1 && b == 4)
+                              ? failed_pair(4, 1, "a->b: no answer from rank 1 within 60 s (receive)")
+                              : PairFigures{a, b, fig(a, b), fig(b, a), 0.6, 20, 40});
+  const FleetMatrix m = fleet_matrix(6, figures);
+  EXPECT_EQ(pair_figure(m, 1, 4), 0);
+  EXPECT_EQ(pair_failures(m, 1, 4), 3);
+  EXPECT_EQ(pair_passes(m, 4, 1), 3);
+  auto j = judge_fleet(m, names, 0, "", {});
+  EXPECT_TRUE(j.slow_hosts.empty());
+  ASSERT_EQ(j.slow_links.size(), 1u);
+  EXPECT_TRUE(contains_pair_for_test(j.slow_links, 1, 4));
+  const Finding* link = row_of(j, "link", "vm#1<->vm#4");
+  ASSERT_NE(link, nullptr);
+  EXPECT_EQ(link->verdict, Verdict::fail);
+  EXPECT_NE(link->why.find("failed in 3 of 3 passes"), std::string::npos) << link->why;
+  EXPECT_NE(link->why.find("within 60 s"), std::string::npos) << link->why;
+  // Measured alone once more, it fails again: it stays, the why says so.
+  confirm_fleet(j, names, {failed_pair(1, 4, "a->b: no answer from rank 4 within 5 s (send)")}, {});
+  EXPECT_EQ(j.slow_links.size(), 1u);
+  EXPECT_NE(row_of(j, "link", "vm#1<->vm#4")->why.find("again alone: no transfer completed"),
+            std::string::npos);
+  EXPECT_GE(count_verdict(j, Verdict::fail), 1);
+}
+
+// A failure is never cleared: alone, the link reaches its ends' figure, and
+// it stays a FAIL, marked intermittent.
+TEST(FleetJudge, AFailedLinkIsNotClearedByItsReMeasurement) {
+  Synthetic s(6);
+  auto figs = s.figures();
+  for (auto& f : figs)
+    if (f.a == 2 && f.b == 5) f = failed_pair(2, 5);
+  auto j = judge_fleet(fleet_matrix(6, figs), names_of(6), 0, "", {});
+  ASSERT_EQ(j.slow_links, (std::vector<FleetPair>{{2, 5}}));
+  confirm_fleet(j, names_of(6), {{2, 5, 9.9, 9.8}}, {});
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{2, 5}}));
+  const Finding* link = row_of(j, "link", "h2<->h5");
+  ASSERT_NE(link, nullptr);
+  EXPECT_EQ(link->verdict, Verdict::fail);
+  EXPECT_NE(link->why.find("intermittent"), std::string::npos) << link->why;
+}
+
+// Failed in one pass of three: the median is a healthy figure, the pair is
+// still a FAIL with the count.
+TEST(FleetJudge, APairFailingInSomePassesIsAFailWithTheCount) {
+  Synthetic s(5);
+  std::vector<PairFigures> figs;
+  for (std::uint32_t pass = 0; pass < 3; ++pass) {
+    s.seed = pass + 1;
+    s.noise = 0.05;
+    for (auto f : s.figures()) figs.push_back(pass == 1 && f.a == 0 && f.b == 3 ? failed_pair(0, 3) : f);
+  }
+  const FleetMatrix m = fleet_matrix(5, figs);
+  EXPECT_GT(pair_figure(m, 0, 3), 5);
+  const auto j = judge_fleet(m, names_of(5), 0, "", {});
+  EXPECT_TRUE(j.slow_hosts.empty());
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{0, 3}}));
+  const Finding* link = row_of(j, "link", "h0<->h3");
+  ASSERT_NE(link, nullptr);
+  EXPECT_NE(link->why.find("failed in 1 of 3 passes"), std::string::npos) << link->why;
+  EXPECT_NE(link->why.find("the passes that finished"), std::string::npos) << link->why;
+}
+
+// A host whose every pair fails is a host FAIL, none of its links.
+TEST(FleetJudge, AHostFailingWithEveryoneIsAHostFail) {
+  Synthetic s(6);
+  auto figs = s.figures();
+  for (auto& f : figs)
+    if (f.a == 4 || f.b == 4) f = failed_pair(f.a, f.b);
+  auto j = judge_fleet(fleet_matrix(6, figs), names_of(6), 0, "", {});
+  EXPECT_EQ(j.slow_hosts, std::vector<int>{4});
+  EXPECT_TRUE(j.slow_links.empty());
+  const Finding* host = row_of(j, "host", "h4");
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->verdict, Verdict::fail);
+  EXPECT_NE(host->why.find("failed with 5 of its 5 partners"), std::string::npos) << host->why;
+  // Against the two healthiest hosts it fails again: it stays.
+  const auto pairs = confirmation_pairs(j);
+  ASSERT_EQ(pairs.size(), 2u);
+  confirm_fleet(j, names_of(6), {failed_pair(4, pairs[0].b), failed_pair(4, pairs[1].b)}, {});
+  EXPECT_EQ(j.slow_hosts, std::vector<int>{4});
+}
+
+// Two dead links sharing a host of six: two link FAILs, not the host.
+TEST(FleetJudge, TwoDeadLinksSharingAHostAreTwoLinks) {
+  Synthetic s(6);
+  s.noise = 0.1;
+  auto figs = s.figures();
+  for (auto& f : figs)
+    if (f.a == 1 && (f.b == 3 || f.b == 5)) f = failed_pair(f.a, f.b);
+  const auto j = judge_fleet(fleet_matrix(6, figs), names_of(6), 0, "", {});
+  EXPECT_TRUE(j.slow_hosts.empty());
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{1, 3}, {1, 5}}));
+}
+
+// Two hosts: no host-versus-link rule, the failed pair is still a FAIL.
+TEST(FleetJudge, TwoHostsWithAFailedPairFail) {
+  const auto j = judge_fleet(fleet_matrix(2, {failed_pair(0, 1)}), names_of(2), 0, "", {});
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{0, 1}}));
+  EXPECT_EQ(count_verdict(j, Verdict::fail), 1);
+}
+
+// Nothing got through: one fleet FAIL, not a row per pair.
+TEST(FleetJudge, NoPairCompletingIsAFleetFail) {
+  std::vector<PairFigures> figs;
+  for (int a = 0; a < 5; ++a)
+    for (int b = a + 1; b < 5; ++b) figs.push_back(failed_pair(a, b));
+  const auto j = judge_fleet(fleet_matrix(5, figs), names_of(5), 0, "", {});
+  const Finding* f = row_of(j, "fleet", "pairs");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->verdict, Verdict::fail);
+  EXPECT_NE(f->why.find("10 of 10 pairs failed"), std::string::npos) << f->why;
+}
+
+// The invariant's safety net: a failed record no rule named gets a FAIL.
+TEST(FleetJudge, EveryFailedPairIsNamed) {
+  Synthetic s(5);
+  auto j = judge(s);
+  ASSERT_EQ(count_verdict(j, Verdict::fail), 0);
+  cover_failures(j, names_of(5), {failed_pair(3, 1, "b->a: no answer")});
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{1, 3}}));
+  const Finding* f = row_of(j, "link", "h1<->h3");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->verdict, Verdict::fail);
+  // Named already: nothing added.
+  const auto before = j.findings.size();
+  cover_failures(j, names_of(5), {failed_pair(1, 3)});
+  EXPECT_EQ(j.findings.size(), before);
+}
+
+TEST(FleetPairBox, TenTimesTheMedianHealthyPairWithinItsBounds) {
+  PairBox box(60);
+  EXPECT_EQ(box.next(), 60);  // nothing finished yet: --deadline
+  box.finished(0.1);
+  EXPECT_EQ(box.next(), 5);  // the floor
+  for (int i = 0; i < 10; ++i) box.finished(2);
+  EXPECT_EQ(box.next(), 20);
+  for (int i = 0; i < 300; ++i) box.finished(30);  // only the recent ones count
+  EXPECT_EQ(box.next(), 60);                       // the cap
+  PairBox tight(2);
+  tight.finished(0.01);
+  EXPECT_EQ(tight.next(), 2);  // a --deadline under the floor wins
 }
 
 }  // namespace

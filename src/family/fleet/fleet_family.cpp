@@ -38,6 +38,9 @@ inline constexpr FieldKey<std::int64_t> pass{"pass"};
 inline constexpr FieldKey<std::int64_t> round{"round"};
 inline constexpr FieldKey<std::int64_t> concurrency{"concurrency"};  // pairs at once; 0: all
 inline constexpr FieldKey<bool> confirm{"confirm"};  // a confirmation re-measurement
+inline constexpr FieldKey<double> box_s{"box_s"};    // the pair's time box
+inline constexpr FieldKey<std::string> boxed{"boxed"};  // fewer transfers than asked: why
+inline constexpr FieldKey<bool> reached{"reached"};  // false: the pair failed before this part
 }  // namespace fleet_field
 
 const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency"};
@@ -158,10 +161,23 @@ struct StepRecords {
   std::vector<PairFigures> figures;
 };
 
-// Rank 0: the records and figures of one step from every rank's side.
+// The pair's failure from its two sides: the earlier phase, and its why.
+struct PairOutcome {
+  PairPhase failed_in = PairPhase::done;
+  std::string why;
+};
+PairOutcome outcome_of(const PairSide& a, const PairSide& b) {
+  if (a.failed_in == PairPhase::done && b.failed_in == PairPhase::done) return {};
+  const PairSide& first = b.failed_in < a.failed_in ? b : a;
+  return {first.failed_in, first.error};
+}
+
+// Rank 0: the records and figures of one step from every rank's side. A
+// part of a pair after the phase it failed in is a failed record "not
+// reached"; the direction it failed in counts 0 GB/s in the figures.
 StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
                          const std::vector<std::string>& names, const std::vector<PairSide>& sides,
-                         const FleetConfig& cfg, bool confirm) {
+                         const FleetConfig& cfg, bool confirm, double box_s) {
   StepRecords out;
   const Bytes size = cfg.pair.size;
   for (const auto& p : step.pairs) {
@@ -169,10 +185,12 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
               rb = members[static_cast<std::size_t>(p.b)];
     const PairSide& a = sides[static_cast<std::size_t>(ra)];
     const PairSide& b = sides[static_cast<std::size_t>(rb)];
-    const std::string error = !a.error.empty() ? a.error : b.error;
+    const PairOutcome fate = outcome_of(a, b);
     PairFigures fig{p.a, p.b};
-    const auto make = [&](const std::string& kase, int src, int dst, Bytes bytes,
-                          std::vector<double> us, bool verified, bool checked) {
+    fig.failed = fate.failed_in != PairPhase::done;
+    fig.why = fate.why;
+    const auto make = [&](PairPhase phase, const std::string& kase, int src, int dst, Bytes bytes,
+                          std::vector<double> us, int planned, bool verified, bool checked) {
       Record r;
       r.kase = kase;
       r.method = "mpi";
@@ -184,12 +202,23 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
       r.set(fleet_field::pass, std::int64_t{step.pass});
       r.set(fleet_field::round, std::int64_t{step.round});
       r.set(fleet_field::concurrency, std::int64_t{confirm ? 1 : cfg.concurrency});
+      r.set(fleet_field::box_s, box_s);
       if (confirm) r.set(fleet_field::confirm, true);
-      if (!error.empty() || us.empty()) {
+      if (fate.failed_in <= phase) {
         r.status = Status::failed;
-        r.reason = error.empty() ? std::string("no figures came back") : error;
+        r.reason = fate.failed_in == phase ? fate.why : "not reached: " + fate.why;
+        if (fate.failed_in < phase) r.set(fleet_field::reached, false);
         return r;
       }
+      if (us.empty()) {
+        r.status = Status::failed;
+        r.reason = "no figures came back";
+        return r;
+      }
+      if (static_cast<int>(us.size()) < planned)
+        r.set(fleet_field::boxed,
+              fmt::format("{} of {}: the pair's time box of {:.3g} s ran out", us.size(), planned,
+                          box_s));
       r.set_samples(us);
       if (checked) r.verified = verified;
       if (checked && !verified) {
@@ -198,21 +227,36 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
       }
       return r;
     };
-    Record ab = make("send", ra, rb, size, a.send_us, b.verified, b.checked);
-    Record ba = make("send", rb, ra, size, b.send_us, a.verified, a.checked);
+    const int iters = cfg.pair.iters;
+    Record ab = make(PairPhase::ab, "send", ra, rb, size, a.send_us, iters, b.verified, b.checked);
+    Record ba = make(PairPhase::ba, "send", rb, ra, size, b.send_us, iters, a.verified, a.checked);
     std::vector<double> both;
     for (std::size_t i = 0; i < std::min(a.both_us.size(), b.both_us.size()); ++i)
       both.push_back(std::max(a.both_us[i], b.both_us[i]));
-    Record bd =
-        make("bidir", ra, rb, 2 * size, both, a.verified && b.verified, a.checked && b.checked);
-    Record pp = make("pingpong", ra, rb, 8, a.ping_us, true, false);
-    if (ab.status == Status::ok) fig.ab = ab.gbps_median;
-    if (ba.status == Status::ok) fig.ba = ba.gbps_median;
+    Record bd = make(PairPhase::both, "bidir", ra, rb, 2 * size, both, iters,
+                     a.verified && b.verified, a.checked && b.checked);
+    Record pp = make(PairPhase::ping, "pingpong", ra, rb, 8, a.ping_us, cfg.pair.pings, true, false);
+    // A direction that failed (its transfers, not a mismatch) is a figure of 0.
+    const auto figure = [&](const Record& r, PairPhase phase) {
+      return r.status == Status::ok ? r.gbps_median
+             : fate.failed_in == phase || (phase == PairPhase::ab && fate.failed_in == PairPhase::sync)
+                 ? 0.0
+                 : kNotMeasured;
+    };
+    fig.ab = figure(ab, PairPhase::ab);
+    fig.ba = figure(ba, PairPhase::ba);
     if (bd.status == Status::ok) fig.both = bd.gbps_median;
     if (pp.status == Status::ok) {
       fig.p50_us = pp.time_us.median;
       fig.p99_us = pp.time_us.p99;
     }
+    if (!fig.failed)
+      for (const Record* r : {&ab, &ba, &bd})
+        if (r->status == Status::failed) {  // the bytes did not match: a failed pair too
+          fig.failed = true;
+          fig.why = r->reason;
+          break;
+        }
     for (Record* r : {&ab, &ba, &bd, &pp}) out.records.push_back(std::move(*r));
     out.figures.push_back(fig);
   }
@@ -222,7 +266,7 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
 // Every rank: its part of `step` (or a rest), then every side to rank 0.
 std::vector<PairSide> run_step(Runtime& rt, const FleetStep& step, const std::vector<int>& members,
                                const FleetConfig& cfg, PairBuffers& buf,
-                               const std::vector<host::Throttle>& throttle, int tag) {
+                               const std::vector<host::Throttle>& throttle, int tag, double box_s) {
   PairRole role;
   for (const auto& p : step.pairs) {
     const int ra = members[static_cast<std::size_t>(p.a)],
@@ -233,7 +277,7 @@ std::vector<PairSide> run_step(Runtime& rt, const FleetStep& step, const std::ve
       role.tx_factor = host::rank_throttle(throttle, rt.rank(), role.peer);
     }
   }
-  const PairSide mine = run_pair_side(rt, role, cfg.pair, buf, tag);
+  const PairSide mine = run_pair_side(rt, role, cfg.pair, buf, tag, box_s);
   const auto all = rt.allgather(role.peer < 0 ? std::string() : side_to_wire(mine));
   std::vector<PairSide> sides;
   sides.reserve(all.size());
@@ -263,6 +307,7 @@ class PairSteps {
         progress_(progress),
         done_(std::move(done)),
         buf_(cfg.pair.size, rt.rank()),
+        box_(cfg.pair.deadline_s),
         tag_slots_(std::max(1, rt.max_tag() / 16 - 1)) {}
 
   // `confirm`: re-measurements (one pair a step), marked so in the records.
@@ -273,10 +318,18 @@ class PairSteps {
         progress_(s, steps.size(),
                   confirm ? std::string("confirming suspects")
                           : fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1));
-      const auto sides =
-          run_step(rt_, steps[s], members_, cfg_, buf_, throttle_, 16 * (tags_++ % tag_slots_));
+      const double box = box_.next();
+      const auto sides = run_step(rt_, steps[s], members_, cfg_, buf_, throttle_,
+                                  16 * (tags_++ % tag_slots_), box);
+      // Every rank alike, from the same gathered sides: the next step's box.
+      for (const auto& p : steps[s].pairs) {
+        const PairSide& a = sides[static_cast<std::size_t>(members_[static_cast<std::size_t>(p.a)])];
+        const PairSide& b = sides[static_cast<std::size_t>(members_[static_cast<std::size_t>(p.b)])];
+        if (a.failed_in == PairPhase::done && b.failed_in == PairPhase::done)
+          box_.finished(std::max(a.elapsed_s, b.elapsed_s));
+      }
       if (rt_.root()) {
-        StepRecords sr = step_records(steps[s], members_, names_, sides, cfg_, confirm);
+        StepRecords sr = step_records(steps[s], members_, names_, sides, cfg_, confirm, box);
         for (auto& rec : sr.records) done_(std::move(rec));
         for (auto& f : sr.figures) figures.push_back(f);
       }
@@ -308,6 +361,7 @@ class PairSteps {
   const Progress& progress_;
   std::function<void(Record)> done_;
   PairBuffers buf_;
+  PairBox box_;
   int tag_slots_;
   int tags_ = 0;
   std::size_t confirmed_ = 0;
@@ -340,6 +394,12 @@ class FleetFamily final : public Family {
         .add(fleet_field::concurrency, FieldRole::info,
              "pairs measured at once (0: the whole round)")
         .add(fleet_field::confirm, FieldRole::info, "a suspect re-measured alone")
+        .add(fleet_field::box_s, FieldRole::info,
+             "the pair's time box in its step, s (10x the median healthy pair, 5 s to --deadline)")
+        .add(fleet_field::boxed, FieldRole::info,
+             "fewer timed transfers than asked: how many, and the box that ended them")
+        .add(fleet_field::reached, FieldRole::info,
+             "false: the pair failed in an earlier part of its step")
         .add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")
         .add(doctor_field::measured, FieldRole::metric, "the figure judged, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what it is held against; 0: none")
@@ -567,9 +627,9 @@ int FleetFamily::run(const Invocation& inv) {
   PairSteps pairs(rt, members, names, cfg_, throttle, progress, done);
   std::vector<int> index(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) index[i] = static_cast<int>(i);
-  const FleetMatrix m = fleet_matrix(
-      static_cast<int>(members.size()),
-      pairs.run(fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed), false));
+  const std::vector<PairFigures> round_figures =
+      pairs.run(fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed), false);
+  const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), round_figures);
 
   // The verdicts, then the suspects again, alone.
   std::string note;
@@ -591,20 +651,39 @@ int FleetFamily::run(const Invocation& inv) {
   const std::vector<PairFigures> again_links = pairs.again(suspects);
   if (rt.root() && !again_links.empty())
     confirm_links(j, member_names, suspects, again_links, cfg_.thresholds);
+  if (rt.root()) {
+    // Every failed pair named: a verdict never passes over its own records.
+    std::vector<PairFigures> measured = round_figures;
+    measured.insert(measured.end(), again.begin(), again.end());
+    measured.insert(measured.end(), again_links.begin(), again_links.end());
+    cover_failures(j, member_names, measured);
+  }
   Params summary;
   if (rt.root()) {
     for (const auto& f : j.findings) done(verdict_record(f));
-    std::vector<std::string> sh, sl;
-    for (int h : j.slow_hosts) sh.push_back(member_names[static_cast<std::size_t>(h)]);
-    for (const auto& l : j.slow_links)
-      sl.push_back(member_names[static_cast<std::size_t>(l.a)] + "<->" +
-                   member_names[static_cast<std::size_t>(l.b)]);
+    const auto hosts_text = [&](const std::vector<int>& v) {
+      std::vector<std::string> out;
+      for (int h : v) out.push_back(member_names[static_cast<std::size_t>(h)]);
+      return fmt::format("{}", fmt::join(out, ","));
+    };
+    const auto links_text = [&](const std::vector<FleetPair>& v) {
+      std::vector<std::string> out;
+      for (const auto& l : v)
+        out.push_back(member_names[static_cast<std::size_t>(l.a)] + "<->" +
+                      member_names[static_cast<std::size_t>(l.b)]);
+      return fmt::format("{}", fmt::join(out, ","));
+    };
+    std::int64_t failed_pairs = 0;
+    for (const auto& f : round_figures) failed_pairs += f.failed;
     summary = {
         {"reference_gbps", std::isnan(j.reference) ? 0.0 : j.reference},
         {"expected_gbps", j.expected},
         {"latency_us", std::isnan(j.latency_reference) ? 0.0 : j.latency_reference},
-        {"slow_hosts", fmt::format("{}", fmt::join(sh, ","))},
-        {"slow_links", fmt::format("{}", fmt::join(sl, ","))},
+        {"slow_hosts", hosts_text(j.slow_hosts)},
+        {"slow_links", links_text(j.slow_links)},
+        {"warn_hosts", hosts_text(j.warn_hosts)},
+        {"warn_links", links_text(j.warn_links)},
+        {"failed_pairs", failed_pairs},
         {"thresholds", fmt::format("PASS >= {:g}, WARN >= {:g}, latency WARN above {:g}x",
                                    cfg_.thresholds.grade.warn_below,
                                    cfg_.thresholds.grade.fail_below, cfg_.thresholds.latency_warn)},
@@ -632,11 +711,13 @@ std::string FleetFamily::tables(const Report& r) const {
     return it->second;
   };
   for (const Record& rec : r.results) {
-    if (rec.kase != "send" || rec.status != Status::ok || rec.get_or(fleet_field::confirm, false))
+    if (rec.kase != "send" || rec.get_or(fleet_field::confirm, false) ||
+        !rec.get_or(fleet_field::reached, true) || rec.status == Status::waived)
       continue;
     PairFigures f{index_of(rec.get_or(fleet_field::src_host, std::string())),
                   index_of(rec.get_or(fleet_field::dst_host, std::string()))};
-    f.ab = rec.gbps_median;
+    f.failed = rec.status == Status::failed;
+    f.ab = f.failed ? 0 : rec.gbps_median;
     sends.push_back(f);
   }
   if (names.size() < 2) return out;
@@ -658,19 +739,30 @@ std::string FleetFamily::tables(const Report& r) const {
     out += fmt::format(" {:>{}}", names[static_cast<std::size_t>(c)],
                        std::max<std::size_t>(8, names[static_cast<std::size_t>(c)].size()));
   out += "\n";
+  bool partly = false;
   for (int row : order) {
     out += fmt::format("{:<{}}", names[static_cast<std::size_t>(row)], w + 1);
     for (int c : order) {
       const double x = g[static_cast<std::size_t>(row)][static_cast<std::size_t>(c)];
       const std::size_t cw = std::max<std::size_t>(8, names[static_cast<std::size_t>(c)].size());
+      // A send that failed is a cell, not a hole: "failed" where it failed in
+      // most passes, its figure with a * where in some.
+      const bool failures = pair_failures(m, row, c) > 0 && row != c;
+      const bool cell_failed = x == 0 && failures;
+      partly = partly || (failures && !cell_failed && !std::isnan(x));
       out += row == c || std::isnan(x) ? fmt::format(" {:>{}}", "-", cw)
-                                       : fmt::format(" {:>{}.3g}", x, cw);
+             : cell_failed             ? fmt::format(" {:>{}}", "failed", cw)
+             : failures ? fmt::format(" {:>{}}", fmt::format("{:.3g}*", x), cw)
+                        : fmt::format(" {:>{}.3g}", x, cw);
     }
     out += "\n";
   }
+  if (partly) out += "* the pair failed in some passes (its link or host row says which)\n";
   for (const auto& [k, v] : r.summary)
     if (k == "slow_hosts" || k == "slow_links")
       out += fmt::format("{}: {}\n", k, field_text(v).empty() ? "none" : field_text(v));
+    else if ((k == "warn_hosts" || k == "warn_links") && !field_text(v).empty())
+      out += fmt::format("{}: {}\n", k, field_text(v));
   return out;
 }
 

@@ -15,33 +15,45 @@ Grid grid(int n) {
               std::vector<double>(static_cast<std::size_t>(n), kNotMeasured));
 }
 
-double& at(Grid& g, int i, int j) {
-  return g[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-}
 double at(const Grid& g, int i, int j) {
   return g[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
 }
 
 // Median over passes of each cell; of an even count, the better middle one
 // (`upper` for GB/s, the lower for latency): a fault shows in every pass,
-// so one disturbed pass of two does not make a cell slow.
+// so one disturbed pass of two does not make a cell slow. Flat (cell,
+// value) entries sorted once: a 1,024-host matrix is a million cells.
 struct Cells {
-  std::vector<std::vector<std::vector<double>>> v;
-  explicit Cells(int n)
-      : v(static_cast<std::size_t>(n),
-          std::vector<std::vector<double>>(static_cast<std::size_t>(n))) {}
+  int n;
+  std::vector<std::pair<std::size_t, double>> v;
+  explicit Cells(int n_) : n(n_) {}
   void add(int i, int j, double x) {
-    if (!std::isnan(x)) v[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].push_back(x);
+    if (!std::isnan(x))
+      v.emplace_back(static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
+                         static_cast<std::size_t>(j),
+                     x);
   }
-  Grid medians(int n, bool upper) const {
+  Grid medians(bool upper) {
+    std::sort(v.begin(), v.end());
     Grid g = grid(n);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        at(g, i, j) =
-            robust_median(v[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], upper);
+    for (std::size_t b = 0; b < v.size();) {
+      std::size_t e = b;
+      while (e < v.size() && v[e].first == v[b].first) ++e;
+      const std::size_t c = e - b;
+      const std::size_t k = c % 2 ? c / 2 : upper ? c / 2 : c / 2 - 1;
+      const auto cell = v[b].first;
+      g[cell / static_cast<std::size_t>(n)][cell % static_cast<std::size_t>(n)] = v[b + k].second;
+      b = e;
+    }
     return g;
   }
 };
+
+using Counts = std::vector<std::vector<int>>;
+
+int count_at(const Counts& c, int i, int j) {
+  return c.empty() ? 0 : c[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+}
 
 std::string pair_name(const std::vector<std::string>& names, int a, int b) {
   return names[static_cast<std::size_t>(a)] + "<->" + names[static_cast<std::size_t>(b)];
@@ -57,9 +69,25 @@ Finding* find_row(std::vector<Finding>& rows, const std::string& check, const st
   return nullptr;
 }
 
-// B of a re-measured pair: its weaker direction.
+// B of a re-measured pair: its weaker direction; 0 when it failed again.
 double remeasured(const PairFigures& f) {
+  if (f.failed) return 0;
   return std::isnan(f.ab) || std::isnan(f.ba) ? kNotMeasured : std::min(f.ab, f.ba);
+}
+
+// What a re-measurement found, for the why.
+std::string again_text(double x, const std::vector<PairFigures>& again, int a, int b) {
+  if (x == 0)
+    for (const auto& f : again)
+      if (f.failed && (f.a == a || f.b == a) && (b < 0 || f.a == b || f.b == b))
+        return "no transfer completed (" + f.why + ")";
+  return fmt::format("{:.3g} GB/s", x);
+}
+
+bool contains_pair(const std::vector<FleetPair>& v, int a, int b) {
+  for (const auto& p : v)
+    if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) return true;
+  return false;
 }
 
 // A suspect that its re-measurement did not confirm becomes a WARN.
@@ -79,11 +107,27 @@ void downgrade(FleetJudgement& j, const std::string& check, const std::string& w
 void judge_link(FleetJudgement& j, const FleetMatrix& m, const std::vector<std::string>& names,
                 int a, int b, double ref, const FleetThresholds& t, const std::string& after) {
   const double B = pair_figure(m, a, b);
+  const int failures = pair_failures(m, a, b);
+  const std::string& an = names[static_cast<std::size_t>(a)];
+  const std::string& bn = names[static_cast<std::size_t>(b)];
+  if (failures > 0) {
+    // Failed transfers: the strongest evidence there is, whatever the other passes reached.
+    std::string why = fmt::format("failed in {} of {} passes ({})", failures,
+                                  pair_passes(m, a, b), pair_failure_why(m, a, b));
+    why += std::isnan(ref) || ref <= 0
+               ? std::string()
+               : fmt::format("; both ends reach {:.3g} GB/s with others", ref);
+    if (!std::isnan(B) && B > 0) why += fmt::format("; the passes that finished: {:.3g} GB/s", B);
+    why += ": the path between them (cables, switch ports, routes, a firewall rule)" + after;
+    j.slow_links.push_back({a, b});
+    j.failing_links.push_back({a, b});
+    j.findings.push_back({"link", pair_name(names, a, b), Verdict::fail, std::isnan(B) ? 0 : B,
+                          std::isnan(ref) ? 0 : ref, "GB/s", why});
+    return;
+  }
   if (std::isnan(B) || std::isnan(ref) || ref <= 0) return;
   const Verdict v = grade(B / ref, t.grade.warn_below, t.grade.fail_below);
   if (v == Verdict::pass) return;
-  const std::string& an = names[static_cast<std::size_t>(a)];
-  const std::string& bn = names[static_cast<std::size_t>(b)];
   const double ab = at(m.send, a, b), ba = at(m.send, b, a);
   std::string why = fmt::format(
       "both ends reach {:.3g} GB/s with others; {}->{} {:.3g}, {}->{} {:.3g} GB/s: ", ref, an, bn,
@@ -122,6 +166,9 @@ double robust_median(std::vector<double> values, bool upper) {
 
 FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures) {
   Cells send(n), both(n), p50(n), p99(n);
+  const auto size = static_cast<std::size_t>(n);
+  Counts passes(size, std::vector<int>(size, 0)), failed = passes;
+  std::map<std::pair<int, int>, std::string> why;
   for (const auto& f : figures) {
     if (f.a < 0 || f.b < 0 || f.a >= n || f.b >= n || f.a == f.b) continue;
     send.add(f.a, f.b, f.ab);
@@ -132,15 +179,38 @@ FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures) {
     p50.add(f.b, f.a, f.p50_us);
     p99.add(f.a, f.b, f.p99_us);
     p99.add(f.b, f.a, f.p99_us);
+    const auto a = static_cast<std::size_t>(f.a), b = static_cast<std::size_t>(f.b);
+    ++passes[a][b];
+    ++passes[b][a];
+    if (f.failed) {
+      ++failed[a][b];
+      ++failed[b][a];
+      why.try_emplace({std::min(f.a, f.b), std::max(f.a, f.b)}, f.why);
+    }
   }
-  return {n, send.medians(n, true), both.medians(n, true), p50.medians(n, false),
-          p99.medians(n, false)};
+  return {n,
+          send.medians(true),
+          both.medians(true),
+          p50.medians(false),
+          p99.medians(false),
+          std::move(passes),
+          std::move(failed),
+          std::move(why)};
 }
 
 double pair_figure(const FleetMatrix& m, int i, int j) {
   const double x = at(m.send, i, j), y = at(m.send, j, i);
+  if (x == 0 || y == 0) return 0;  // a direction that failed in most passes
   if (std::isnan(x) || std::isnan(y)) return kNotMeasured;
   return std::min(x, y);
+}
+
+int pair_failures(const FleetMatrix& m, int i, int j) { return count_at(m.failed, i, j); }
+int pair_passes(const FleetMatrix& m, int i, int j) { return count_at(m.passes, i, j); }
+
+std::string pair_failure_why(const FleetMatrix& m, int i, int j) {
+  const auto it = m.why.find({std::min(i, j), std::max(i, j)});
+  return it == m.why.end() ? std::string() : it->second;
 }
 
 std::vector<double> host_typicals(const FleetMatrix& m) {
@@ -199,12 +269,53 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
                     n == 2 ? "2 hosts: one pair cannot tell a slow host from a slow link (needs "
                              ">= 4 hosts); judged against the expected figure only"
                            : "3 hosts barely tell a slow host from a slow link (needs >= 4)"});
-  if (n < 3 || std::isnan(R) || R <= 0) return j;
+  if (n < 3) {
+    // No host-versus-link rule; a failed pair is still a FAIL of the pair.
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b)
+        if (pair_failures(m, a, b) > 0) judge_link(j, m, names, a, b, kNotMeasured, t, "");
+    return j;
+  }
+  if (std::isnan(R) || R <= 0) {
+    int pairs = 0, failed = 0;
+    std::string first;
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) {
+        pairs += pair_passes(m, a, b) > 0;
+        if (pair_failures(m, a, b) > 0 && !failed++) first = pair_failure_why(m, a, b);
+      }
+    if (failed > 0)
+      rows.push_back(
+          {"fleet", "pairs", Verdict::fail, static_cast<double>(pairs - failed),
+           static_cast<double>(pairs), "pairs",
+           fmt::format("{} of {} pairs failed, most hosts with most partners ({}): the fabric, the "
+                       "transport or the launcher's network, not one part",
+                       failed, pairs, first)});
+    return j;
+  }
 
   // Hosts.
   for (int i = 0; i < n; ++i) {
     const std::string& name = names[static_cast<std::size_t>(i)];
     const double mi = j.typical[static_cast<std::size_t>(i)];
+    int with = 0, failing = 0;
+    std::string first;
+    for (int k = 0; k < n; ++k) {
+      if (k == i || pair_passes(m, i, k) == 0) continue;
+      ++with;
+      if (pair_failures(m, i, k) > 0 && !failing++) first = pair_failure_why(m, i, k);
+    }
+    if (with >= 2 && 2 * failing > with) {
+      // Failed with more than half its partners: the host, not each of its links.
+      std::string why =
+          fmt::format("failed with {} of its {} partners ({})", failing, with, first);
+      if (!std::isnan(mi) && mi > 0) why += fmt::format("; typical of its pairs {:.3g} GB/s", mi);
+      why += ": its NIC, cable, switch port, or a firewall or route of its own";
+      j.slow_hosts.push_back(i);
+      j.failing_hosts.push_back(i);
+      rows.push_back({"host", name, Verdict::fail, std::isnan(mi) ? 0 : mi, R, "GB/s", why});
+      continue;
+    }
     if (std::isnan(mi)) {
       rows.push_back({"host", name, Verdict::none, 0, R, "GB/s", "no pair of it was measured"});
       continue;
@@ -290,10 +401,15 @@ void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
     for (const auto& f : again)
       if (f.a == h || f.b == h) xs.push_back(remeasured(f));
     const double x = robust_median(xs, true);
-    if (!std::isnan(x) && x / j.reference < t.grade.fail_below) {
+    const bool failing = contains(j.failing_hosts, h);
+    if (failing || (!std::isnan(x) && x / j.reference < t.grade.fail_below)) {
       hosts.push_back(h);
-      if (Finding* f = find_row(j.findings, "host", names[static_cast<std::size_t>(h)]))
-        f->why += fmt::format("; again against the healthiest hosts: {:.3g} GB/s", x);
+      if (Finding* f = find_row(j.findings, "host", names[static_cast<std::size_t>(h)])) {
+        if (!std::isnan(x))
+          f->why += "; again against the healthiest hosts: " + again_text(x, again, h, -1);
+        if (failing && !std::isnan(x) && x / j.reference >= t.grade.fail_below)
+          f->why += ": intermittent, its failures stand";
+      }
     } else {
       j.warn_hosts.push_back(h);
       j.cleared[static_cast<std::size_t>(h)] = x;
@@ -341,16 +457,51 @@ void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
       if ((f.a == l.a && f.b == l.b) || (f.a == l.b && f.b == l.a)) x = remeasured(f);
     const double ref = std::min(link_typical(j, l.a), link_typical(j, l.b));
     const std::string where = pair_name(names, l.a, l.b);
-    if (!std::isnan(x) && x / ref < t.grade.fail_below) {
+    const bool failing = contains_pair(j.failing_links, l.a, l.b);
+    if (failing || (!std::isnan(x) && x / ref < t.grade.fail_below)) {
       links.push_back(l);
-      if (Finding* f = find_row(j.findings, "link", where))
-        f->why += fmt::format("; again alone: {:.3g} GB/s", x);
+      if (Finding* f = find_row(j.findings, "link", where)) {
+        if (!std::isnan(x)) f->why += "; again alone: " + again_text(x, again, l.a, l.b);
+        if (failing && !std::isnan(x) && !(x / ref < t.grade.fail_below))
+          f->why += ": intermittent, its failures stand";
+      }
     } else {
       j.warn_links.push_back(l);
       downgrade(j, "link", where, x);
     }
   }
   j.slow_links = links;
+}
+
+void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,
+                    const std::vector<PairFigures>& measured) {
+  const bool fleet_fails = [&] {
+    for (const auto& f : j.findings)
+      if (f.check == "fleet" && f.where == "pairs" && f.verdict == Verdict::fail) return true;
+    return false;
+  }();
+  for (const auto& f : measured) {
+    if (!f.failed || fleet_fails) continue;
+    if (contains(j.slow_hosts, f.a) || contains(j.slow_hosts, f.b) ||
+        contains_pair(j.slow_links, f.a, f.b))
+      continue;
+    const std::string where = pair_name(names, std::min(f.a, f.b), std::max(f.a, f.b));
+    if (Finding* row = find_row(j.findings, "link", where)) {
+      row->verdict = Verdict::fail;
+      row->why += "; it failed when measured again (" + f.why + ")";
+    } else {
+      j.findings.push_back({"link", where, Verdict::fail, 0, 0, "GB/s",
+                            "failed when measured again (" + f.why +
+                                "): the path between them (cables, switch ports, routes)"});
+    }
+    j.warn_links.erase(std::remove_if(j.warn_links.begin(), j.warn_links.end(),
+                                      [&](const FleetPair& p) {
+                                        return contains_pair({p}, f.a, f.b);
+                                      }),
+                       j.warn_links.end());
+    j.slow_links.push_back({std::min(f.a, f.b), std::max(f.a, f.b)});
+    j.failing_links.push_back(j.slow_links.back());
+  }
 }
 
 }  // namespace xb

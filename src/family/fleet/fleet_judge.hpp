@@ -16,6 +16,11 @@
 // - Whole fleet: R against the expected figure from the NICs' rate; below
 //   fleet_fail of it, "the whole fleet is slow", a configuration problem.
 // - Fewer than 4 hosts cannot tell a slow host from a slow link: said.
+// - A failed pair (no transfer completed within its time box) is a
+//   measurement of 0 with a reason, not a hole: its failed direction counts
+//   0 in the medians, and a pair that failed in any pass is a FAIL (a link,
+//   or its host where the host failed with more than half its partners),
+//   with the count of passes; confirmation does not clear it.
 // Confirmation (confirm_fleet): a FAIL stays a FAIL only if its
 // re-measurement, alone, fails again. A suspect host hides its links from
 // the link rule; one that confirmation clears gets its links judged then
@@ -23,7 +28,9 @@
 // fail are measured alone in a second round (confirm_links).
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "family/doctor/doctor_checks.hpp"
@@ -35,12 +42,20 @@ inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
 // One pair's figures from one step (one pass).
 struct PairFigures {
+  PairFigures() = default;
+  PairFigures(int a_, int b_, double ab_ = kNotMeasured, double ba_ = kNotMeasured,
+              double both_ = kNotMeasured, double p50 = kNotMeasured, double p99 = kNotMeasured)
+      : a(a_), b(b_), ab(ab_), ba(ba_), both(both_), p50_us(p50), p99_us(p99) {}
   int a = 0, b = 0;              // member indices
   double ab = kNotMeasured;      // GB/s a -> b
   double ba = kNotMeasured;      // GB/s b -> a
   double both = kNotMeasured;    // GB/s both at once (the two directions together)
   double p50_us = kNotMeasured;  // one-way latency of an 8-byte ping-pong
   double p99_us = kNotMeasured;
+  // The pair did not finish its step: `why` says where. The direction that
+  // failed counts 0 GB/s, a phase it never reached stays NaN.
+  bool failed = false;
+  std::string why;
 };
 
 // n x n, indexed by member: send[i][j] GB/s from i to j, lat[i][j] the
@@ -49,11 +64,20 @@ struct PairFigures {
 struct FleetMatrix {
   int n = 0;
   std::vector<std::vector<double>> send, both, p50, p99;
+  // Per pair, symmetric: the passes it was measured in, and those it failed in.
+  std::vector<std::vector<int>> passes, failed;
+  std::map<std::pair<int, int>, std::string> why;  // (lower, higher) member: the first failure
 };
 FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures);
 
-// The pair figure B(i,j): min(send[i][j], send[j][i]); NaN when unmeasured.
+// The pair figure B(i,j): min(send[i][j], send[j][i]); 0 when a direction
+// failed (its median is 0), NaN when a direction is unmeasured.
 double pair_figure(const FleetMatrix& m, int i, int j);
+
+// Passes in which pair (i, j) failed, of those it was measured in; the first reason.
+int pair_failures(const FleetMatrix& m, int i, int j);
+int pair_passes(const FleetMatrix& m, int i, int j);
+std::string pair_failure_why(const FleetMatrix& m, int i, int j);
 
 // Each member's typical figure m(i): the upper median of B(i,j) over its partners.
 std::vector<double> host_typicals(const FleetMatrix& m);
@@ -75,6 +99,10 @@ struct FleetJudgement {
   std::vector<FleetPair> slow_links;
   std::vector<int> warn_hosts;
   std::vector<FleetPair> warn_links;
+  // Hosts and links that FAIL on failed transfers: confirmation measures
+  // them again for the record, but a failure seen is never cleared.
+  std::vector<int> failing_hosts;
+  std::vector<FleetPair> failing_links;
   double reference = 0;                          // R, GB/s
   double expected = 0;                           // 0: none
   double latency_reference = 0;                  // us
@@ -114,5 +142,12 @@ std::vector<FleetPair> judge_cleared_links(FleetJudgement& j, const FleetMatrix&
 void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
                    const std::vector<FleetPair>& suspects, const std::vector<PairFigures>& again,
                    const FleetThresholds& t);
+
+// Last: a failed pair in `measured` (the rounds and the confirmations)
+// whose host or link no FAIL names gets a link FAIL row of its own, so the
+// verdicts never pass over a failed record (the rules above name them all;
+// this holds the invariant against a rule that would not).
+void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,
+                    const std::vector<PairFigures>& measured);
 
 }  // namespace xb

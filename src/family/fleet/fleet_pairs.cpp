@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -18,36 +19,55 @@ struct Deadline {
   std::string what;
 };
 
+// Where each phase's iterations stop, as a fraction of the box.
+constexpr double kEndAb = 0.30, kEndBa = 0.60, kEndBoth = 0.85, kEndPing = 0.95;
+// The byte each side's sync flag lives in (apart from the acknowledgements').
+constexpr std::size_t kFlag = 32;
+
 std::uint64_t seed_of(int rank) {
   return 0xf1ee7ULL * 1000003ULL + static_cast<std::uint64_t>(rank);
 }
 
 class Side {
  public:
-  Side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf, int tag)
+  Side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf, int tag,
+       double box_s)
       : rt_(rt),
         role_(role),
         plan_(plan),
         buf_(buf),
         tag_(tag),
-        until_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(plan.deadline_s))) {}
+        box_s_(box_s),
+        start_(Clock::now()),
+        until_(at(1.0)) {}
 
   PairSide run() {
     PairSide out;
     try {
-      sync();
-      for (int dir = 0; dir < 2; ++dir) one_way(dir == 0 ? role_.first : !role_.first, dir, out);
-      both(out);
-      ping(out);
+      sync(true);
+      phase_ = PairPhase::ab;
+      one_way(role_.first, 0, out, at(kEndAb));
+      phase_ = PairPhase::ba;
+      one_way(!role_.first, 1, out, at(kEndBa));
+      phase_ = PairPhase::both;
+      both(out, at(kEndBoth));
+      phase_ = PairPhase::ping;
+      ping(out, at(kEndPing));
+      phase_ = PairPhase::done;
     } catch (const Deadline& d) {
-      out.error = fmt::format("no answer from rank {} within {:g} s ({})", role_.peer,
-                              plan_.deadline_s, d.what);
+      out.failed_in = phase_;
+      out.error = fmt::format("{}: no answer from rank {} within the pair's {:.3g} s ({})",
+                              phase_name(phase_), role_.peer, box_s_, d.what);
     }
+    out.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
     return out;
   }
 
  private:
+  Clock::time_point at(double fraction) const {
+    return start_ + std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(box_s_ * fraction));
+  }
   void wait(Runtime::Transfer& t, const char* what) {
     while (!t.done())
       if (Clock::now() > until_) throw Deadline{what};
@@ -56,25 +76,34 @@ class Side {
   void stretch(Clock::time_point t0, double factor) {
     if (factor < 1) std::this_thread::sleep_for((Clock::now() - t0) * (1 / factor - 1));
   }
-  void sync() {
-    auto r = rt_.irecv(std::span(buf_.small_recv.data(), 1), role_.peer, tag_);
-    auto s = rt_.isend(std::span(buf_.small_send.data(), 1), role_.peer, tag_);
+  // Both sides meet; each says whether it would go on. True when both would.
+  bool sync(bool more) {
+    buf_.small_send[kFlag] = std::byte{more ? std::uint8_t{1} : std::uint8_t{0}};
+    auto r = rt_.irecv(std::span(buf_.small_recv.data() + kFlag, 1), role_.peer, tag_);
+    auto s = rt_.isend(std::span(buf_.small_send.data() + kFlag, 1), role_.peer, tag_);
     wait(*r, "sync");
     wait(*s, "sync");
+    return more && buf_.small_recv[kFlag] == std::byte{1};
+  }
+  // Another iteration? Always through the warm-up and the first timed one,
+  // then while the phase's share of the box lasts.
+  bool go_on(int it, Clock::time_point end) {
+    return sync(it <= plan_.warmup || Clock::now() < end);
   }
   void check(PairSide& out) {
     if (!plan_.check) return;
     out.checked = true;
     if (find_mismatch(buf_.recv, seed_of(role_.peer))) out.verified = false;
   }
-  // dir 0: a -> b, 1: b -> a; `sending`: this side sends in it.
-  void one_way(bool sending, int dir, PairSide& out) {
+  // dir 0: a -> b, 1: b -> a; `sending`: this side sends in it. The first
+  // timed transfer is the one verified (every phase has it).
+  void one_way(bool sending, int dir, PairSide& out, Clock::time_point end) {
     const int data = tag_ + 1 + 2 * dir, ack = data + 1;
     const int total = plan_.warmup + plan_.iters;
     for (int it = 0; it < total; ++it) {
-      const bool last = it == total - 1;
-      if (!sending && last && plan_.check) std::memset(buf_.recv.data(), 0, buf_.recv.size());
-      sync();
+      const bool verify = it == plan_.warmup && plan_.check;
+      if (!sending && verify) std::memset(buf_.recv.data(), 0, buf_.recv.size());
+      if (!go_on(it, end)) break;
       if (sending) {
         const auto t0 = Clock::now();
         auto s = rt_.isend(buf_.send, role_.peer, data);
@@ -88,17 +117,17 @@ class Side {
         wait(*r, "receive");
         auto a = rt_.isend(std::span(buf_.small_send.data(), 1), role_.peer, ack);
         wait(*a, "acknowledgement");
-        if (last) check(out);
+        if (verify) check(out);
       }
     }
   }
-  void both(PairSide& out) {
+  void both(PairSide& out, Clock::time_point end) {
     const int data = tag_ + 5, ack = tag_ + 6;
     const int total = plan_.warmup + plan_.iters;
     for (int it = 0; it < total; ++it) {
-      const bool last = it == total - 1;
-      if (last && plan_.check) std::memset(buf_.recv.data(), 0, buf_.recv.size());
-      sync();
+      const bool verify = it == plan_.warmup && plan_.check;
+      if (verify) std::memset(buf_.recv.data(), 0, buf_.recv.size());
+      if (!go_on(it, end)) break;
       const auto t0 = Clock::now();
       auto r = rt_.irecv(buf_.recv, role_.peer, data);
       auto s = rt_.isend(buf_.send, role_.peer, data);
@@ -110,14 +139,16 @@ class Side {
       wait(*as, "acknowledgement");
       wait(*ar, "acknowledgement");
       if (it >= plan_.warmup) out.both_us.push_back(elapsed_us(t0, Clock::now()));
-      if (last) check(out);
+      if (verify) check(out);
     }
   }
-  void ping(PairSide& out) {
+  // Pings in blocks of 16, the two sides agreeing before each block.
+  void ping(PairSide& out, Clock::time_point end) {
     const int there = tag_ + 7, back = tag_ + 8;
     const int warm = std::max(1, plan_.pings / 10);
-    sync();
+    sync(true);
     for (int it = 0; it < warm + plan_.pings; ++it) {
+      if (it > warm && (it - warm) % 16 == 0 && !sync(Clock::now() < end)) break;
       if (role_.first) {
         const auto t0 = Clock::now();
         auto r = rt_.irecv(std::span(buf_.small_recv.data(), 8), role_.peer, back);
@@ -139,7 +170,9 @@ class Side {
   const PairPlan& plan_;
   PairBuffers& buf_;
   int tag_;
-  Clock::time_point until_;
+  double box_s_;
+  Clock::time_point start_, until_;
+  PairPhase phase_ = PairPhase::sync;
 };
 
 }  // namespace
@@ -149,15 +182,50 @@ PairBuffers::PairBuffers(Bytes size, int rank)
   fill_pattern(send, seed_of(rank));
 }
 
+const char* phase_name(PairPhase p) {
+  switch (p) {
+    case PairPhase::sync: return "sync";
+    case PairPhase::ab: return "a->b";
+    case PairPhase::ba: return "b->a";
+    case PairPhase::both: return "both";
+    case PairPhase::ping: return "ping";
+    case PairPhase::done: break;
+  }
+  return "";
+}
+
 PairSide run_pair_side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf,
-                       int tag) {
+                       int tag, double box_s) {
   if (role.peer < 0) return {};
-  return Side(rt, role, plan, buf, tag).run();
+  return Side(rt, role, plan, buf, tag, box_s).run();
+}
+
+double PairBox::next() const {
+  if (recent_.empty()) return deadline_s_;
+  std::vector<double> v = recent_;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  const double box = kFactor * v[v.size() / 2];
+  return std::min(deadline_s_, std::max(std::min(kFloor_s, deadline_s_), box));
+}
+
+void PairBox::finished(double elapsed_s) {
+  if (recent_.size() < kRecent) {
+    recent_.push_back(elapsed_s);
+  } else {
+    recent_[pos_] = elapsed_s;
+    pos_ = (pos_ + 1) % kRecent;
+  }
 }
 
 std::string side_to_wire(const PairSide& s) {
-  return nlohmann::json{{"send", s.send_us},    {"both", s.both_us},      {"ping", s.ping_us},
-                        {"checked", s.checked}, {"verified", s.verified}, {"error", s.error}}
+  return nlohmann::json{{"send", s.send_us},
+                        {"both", s.both_us},
+                        {"ping", s.ping_us},
+                        {"checked", s.checked},
+                        {"verified", s.verified},
+                        {"error", s.error},
+                        {"failed_in", static_cast<int>(s.failed_in)},
+                        {"elapsed", s.elapsed_s}}
       .dump();
 }
 
@@ -172,6 +240,11 @@ PairSide side_from_wire(const std::string& text) {
     s.checked = j.at("checked").get<bool>();
     s.verified = j.at("verified").get<bool>();
     s.error = j.at("error").get<std::string>();
+    const int phase = j.at("failed_in").get<int>();
+    if (phase < 0 || phase > static_cast<int>(PairPhase::done))
+      throw RuntimeError(fmt::format("fleet: a rank's figures name phase {}", phase));
+    s.failed_in = static_cast<PairPhase>(phase);
+    s.elapsed_s = j.at("elapsed").get<double>();
   } catch (const nlohmann::json::exception& e) {
     throw RuntimeError(fmt::format("fleet: a rank's figures do not parse: {}", e.what()));
   }

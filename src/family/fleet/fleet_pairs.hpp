@@ -3,8 +3,16 @@
 // runtime's point-to-point transfers (MPI over UCX on the host backend):
 // a -> b, b -> a, both at once (size bytes each, timed on the sender from
 // the pair's sync to the receiver's 1-byte acknowledgement), then an
-// 8-byte ping-pong (one-way = round trip / 2). Every wait has the step's
-// deadline: a pair that does not answer is a failed pair, not a hung run.
+// 8-byte ping-pong (one-way = round trip / 2).
+//
+// Time box: the pair has `box_s` seconds for its step; a -> b, b -> a and
+// both at once end their iterations at 30, 60 and 90 % of it (after the
+// warm-up and at least one timed transfer), the ping-pong at 100 %. Both
+// sides agree at each sync (a flag each sends: the two go on only if both
+// do), so a crawling link reports the transfers that finished, with their
+// count, and the step ends near its box. A wait past the box itself is a
+// failed pair: the phase it failed in is named, what finished before is
+// kept. Nothing here throws on a slow or silent peer.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,9 +26,13 @@ struct PairPlan {
   Bytes size = 64ULL << 20;
   int iters = 5, warmup = 1;
   int pings = 200;  // timed ping-pongs (warm-up: a tenth)
-  double deadline_s = 60;
+  double deadline_s = 60;  // --deadline: the most a pair's step may take
   bool check = true;
 };
+
+// The phases of a pair's step, in order.
+enum class PairPhase { sync, ab, ba, both, ping, done };
+const char* phase_name(PairPhase p);  // "sync", "a->b", "b->a", "both", "ping", ""
 
 // This member's role in a step.
 struct PairRole {
@@ -34,7 +46,9 @@ struct PairRole {
 struct PairSide {
   std::vector<double> send_us, both_us, ping_us;
   bool checked = false, verified = true;
-  std::string error;  // the step failed on this side: why
+  std::string error;                     // the step failed on this side: why
+  PairPhase failed_in = PairPhase::done;  // where (done: it did not fail)
+  double elapsed_s = 0;                  // the side's time in the step
 };
 std::string side_to_wire(const PairSide& s);
 PairSide side_from_wire(const std::string& text);  // RuntimeError when malformed
@@ -47,9 +61,27 @@ struct PairBuffers {
   explicit PairBuffers(Bytes size, int rank);
 };
 
-// Runs this member's part of the step (tags `tag` .. `tag` + 15). Errors
-// (the deadline, a mismatch) are in the result, never thrown.
+// Runs this member's part of the step (tags `tag` .. `tag` + 15) within
+// `box_s` seconds. Errors (the box, a mismatch) are in the result, never thrown.
 PairSide run_pair_side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf,
-                       int tag);
+                       int tag, double box_s);
+
+// The time box of the next step, the same on every rank (each computes it
+// from the same gathered figures): 10x the median of the recent healthy
+// pairs' step times, at least 5 s, at most --deadline; --deadline while
+// no pair has finished yet.
+class PairBox {
+ public:
+  explicit PairBox(double deadline_s) : deadline_s_(deadline_s) {}
+  double next() const;
+  void finished(double elapsed_s);  // a pair that completed its step
+  static constexpr double kFactor = 10, kFloor_s = 5;
+  static constexpr std::size_t kRecent = 256;
+
+ private:
+  double deadline_s_;
+  std::vector<double> recent_;
+  std::size_t pos_ = 0;
+};
 
 }  // namespace xb
