@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -259,7 +261,12 @@ class MpiRuntime final : public Runtime {
   using Runtime::barrier;
   // Always MPI_Ibarrier (a blocking barrier would not match another
   // rank's nonblocking one); the ranks differ only in how they poll it.
+  void set_star(bool on) override { star_ = on && size_ > 1; }
   void barrier(Wait how) override {
+    if (star_) {
+      star_allgather({});
+      return;
+    }
     MPI_Request req;
     mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
     if (how == Wait::idle)
@@ -268,17 +275,31 @@ class MpiRuntime final : public Runtime {
       wait_spin(req, [] {});
   }
   void barrier(const std::function<void()>& progress) override {
+    if (star_) {
+      star_allgather({});
+      return;
+    }
     MPI_Request req;
     mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
     wait_spin(req, progress);
   }
   void broadcast(std::span<std::byte> data, int root) override {
+    if (star_) {
+      const auto all = star_allgather(
+          rank_ == root ? std::string(reinterpret_cast<const char*>(data.data()), data.size())
+                        : std::string());
+      const std::string& theirs = all[static_cast<std::size_t>(root)];
+      std::copy_n(reinterpret_cast<const std::byte*>(theirs.data()),
+                  std::min(theirs.size(), data.size()), data.data());
+      return;
+    }
     MPI_Request req;
     mpi_check(MPI_Ibcast(data.data(), mpi_count(data.size()), MPI_BYTE, root, MPI_COMM_WORLD, &req),
               "MPI_Ibcast");
     wait_idle(req, "MPI_Ibcast");
   }
   std::vector<std::string> allgather(const std::string& mine) override {
+    if (star_) return star_allgather(mine);
     int len = static_cast<int>(mine.size());
     std::vector<int> lens(static_cast<std::size_t>(size_)), offs(static_cast<std::size_t>(size_));
     MPI_Request req;
@@ -303,6 +324,24 @@ class MpiRuntime final : public Runtime {
     return out;
   }
   void reduce(std::span<double> v, Reduce how) override {
+    if (star_) {
+      // Every rank's values, combined in rank order on every rank: the same result everywhere.
+      const auto all = star_allgather(
+          std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        double acc = 0;
+        for (std::size_t r = 0; r < all.size(); ++r) {
+          double x = 0;
+          std::memcpy(&x, all[r].data() + i * sizeof(double), sizeof(double));
+          acc = r == 0                  ? x
+                : how == Reduce::max    ? std::max(acc, x)
+                : how == Reduce::min    ? std::min(acc, x)
+                                        : acc + x;
+        }
+        v[i] = acc;
+      }
+      return;
+    }
     const MPI_Op op = how == Reduce::max ? MPI_MAX : how == Reduce::min ? MPI_MIN : MPI_SUM;
     MPI_Request req;
     mpi_check(MPI_Iallreduce(MPI_IN_PLACE, v.data(), mpi_count(v.size()), MPI_DOUBLE, op,
@@ -340,12 +379,79 @@ class MpiRuntime final : public Runtime {
     return flag && v ? *static_cast<int*>(v) : 32767;
   }
   std::unique_ptr<Window> allocate_window(Bytes size, Transport t) override {
+    if (star_) throw std::logic_error("allocate_window in star mode: its collectives would not be");
     if (t == Transport::shm && !single_host_)
       throw UsageError("--transport shm needs all ranks on one host (use rma)");
     return std::make_unique<MpiWindow>(t == Transport::shm ? node_ : MPI_COMM_WORLD, size, t);
   }
 
  private:
+  // Star mode's one exchange: every rank's string to rank 0, which sends
+  // them all back, length-prefixed, on the highest tag (fleet's pairs stay
+  // below it). The pairs of one rank and rank 0 keep their order (MPI's
+  // non-overtaking rule), so consecutive exchanges cannot cross.
+  std::vector<std::string> star_allgather(const std::string& mine) {
+    const int tag = max_tag();
+    std::vector<std::string> all(static_cast<std::size_t>(size_));
+    if (rank_ != 0) {
+      star_send(mine, 0, tag);
+      const std::string packed = star_recv(0, tag);
+      std::size_t at = 0;
+      for (auto& s : all) {
+        std::uint64_t n = 0;
+        if (packed.size() < at + sizeof n) throw RuntimeError("star allgather: a short message");
+        std::memcpy(&n, packed.data() + at, sizeof n);
+        at += sizeof n;
+        if (packed.size() < at + n) throw RuntimeError("star allgather: a short message");
+        s.assign(packed, at, n);
+        at += n;
+      }
+      return all;
+    }
+    all[0] = mine;
+    for (int r = 1; r < size_; ++r) all[static_cast<std::size_t>(r)] = star_recv(r, tag);
+    std::string packed;
+    for (const auto& s : all) {
+      const std::uint64_t n = s.size();
+      packed.append(reinterpret_cast<const char*>(&n), sizeof n);
+      packed += s;
+    }
+    std::vector<MPI_Request> reqs(static_cast<std::size_t>(size_ - 1));
+    for (int r = 1; r < size_; ++r)
+      mpi_check(MPI_Isend(packed.data(), mpi_count(packed.size()), MPI_BYTE, r, tag,
+                          MPI_COMM_WORLD, &reqs[static_cast<std::size_t>(r - 1)]),
+                "MPI_Isend");
+    for (auto& req : reqs) wait_idle(req, "MPI_Isend");
+    return all;
+  }
+  void star_send(const std::string& s, int peer, int tag) {
+    MPI_Request req;
+    mpi_check(MPI_Isend(s.data(), mpi_count(s.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req),
+              "MPI_Isend");
+    wait_idle(req, "MPI_Isend");
+  }
+  // A message of unknown length: probed (sleeping as wait_idle does), then received.
+  std::string star_recv(int peer, int tag) {
+    MPI_Message msg;
+    MPI_Status status;
+    int flag = 0;
+    auto nap = std::chrono::microseconds(20);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+      mpi_check(MPI_Improbe(peer, tag, MPI_COMM_WORLD, &flag, &msg, &status), "MPI_Improbe");
+      if (flag) break;
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(50)) {
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, std::chrono::microseconds(1000));
+      }
+    }
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    std::string s(static_cast<std::size_t>(count), '\0');
+    mpi_check(MPI_Mrecv(s.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    return s;
+  }
+
   // N processes a launcher started must make one world of N ranks: an MPI
   // that the launcher does not reach (MPICH under srun --mpi=pmix or Open
   // MPI's mpirun, torchrun) makes N worlds of 1 rank each instead. Each
@@ -384,6 +490,7 @@ class MpiRuntime final : public Runtime {
 
   int rank_ = 0, size_ = 1;
   bool single_host_ = true;
+  bool star_ = false;  // set_star: control exchanges through rank 0
   int local_rank_ = 0;
   bool owns_ = false;
   MPI_Comm node_ = MPI_COMM_NULL;

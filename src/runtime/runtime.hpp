@@ -102,6 +102,13 @@ class Runtime {
   virtual void send(std::span<const std::byte> data, int peer, int tag);
   virtual void recv(std::span<std::byte> data, int peer, int tag);
 
+  // Star mode (fleet, whose links may be dead): barrier, broadcast,
+  // allgather and reduce go through rank 0 as point-to-point messages, so
+  // they cross only the links to rank 0's host, never a pair's link that a
+  // library's collective algorithm would pick (a dead one would hang it).
+  // Collective: every rank sets the same value. Runtimes without it ignore it.
+  virtual void set_star(bool on) { (void)on; }
+
   // Collective: the first non-empty `local_error` over the ranks (rank
   // order), on every rank, so all ranks take the same branch.
   std::string agree(const std::string& local_error);

@@ -19,6 +19,18 @@
 #            filter on the peer's address into it): exit 1, slow_links
 #            "H#1<->H#2", slow_hosts empty
 #   asym     the same, 1 -> 2 only: exit 1, slow_links names H#1<->H#2, no host
+#   dead     1 <-> 2 drops everything, silently, from the moment the run has written
+#            its file (each end gets a permanent neighbour entry for the other's
+#            address with a MAC nobody owns: the frames leave and nobody takes them;
+#            this kernel has no netem). Cut once MPI is up: MPICH over UCX's TCP
+#            connects every pair inside MPI_Init, so a path dead before the start
+#            stops MPI's own start-up. Exit 1, slow_links "H#1<->H#2" with its failed
+#            passes, no host, no failed record of another pair, --deadline 20
+#   crawl    1 <-> 2 as in link at 1/40 of the unshaped figure, 32 MiB transfers:
+#            the pair's time box ends its iterations (records with "boxed"), exit 1,
+#            slow_links "H#1<->H#2", no host
+#   crawlhost  namespace 3 as in host at 1/40, 32 MiB transfers: exit 1,
+#            slow_hosts "H#3", no link
 #   killed   no shaping, --passes 5, hydra's clean-up off; rank 4 SIGKILLed once
 #            the -o file holds a send record: a non-zero exit (not the deadline),
 #            the file parses, keeps its send records, and its summary says
@@ -62,11 +74,11 @@ case $# in
 1) scenario=$1; xb=$root/build/default/xferbench; mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb") ;;
 2) xb=$1; scenario=$2; mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb") ;;
 3) xb=$1; mpiexec=$2; scenario=$3 ;;
-*) echo "usage: $0 [XFERBENCH [MPIEXEC]] nofault|host|link|asym|killed|check" >&2; exit 2 ;;
+*) echo "usage: $0 [XFERBENCH [MPIEXEC]] nofault|host|link|asym|dead|crawl|crawlhost|killed|check" >&2; exit 2 ;;
 esac
 case $scenario in
-nofault | host | link | asym | killed | check) ;;
-*) echo "netns_fleet.sh: unknown scenario '$scenario' (nofault host link asym killed check)" >&2; exit 2 ;;
+nofault | host | link | asym | dead | crawl | crawlhost | killed | check) ;;
+*) echo "netns_fleet.sh: unknown scenario '$scenario' (nofault host link asym dead crawl crawlhost killed check)" >&2; exit 2 ;;
 esac
 reps=${NETNS_FLEET_REPS:-1}
 limit=${NETNS_FLEET_LIMIT:-120}
@@ -80,7 +92,7 @@ command -v ip >/dev/null || skip "iproute2's ip is not installed"
 command -v timeout >/dev/null || skip "coreutils' timeout is not installed"
 command -v python3 >/dev/null || skip "python3 is not installed (it reads the JSON)"
 shapes=0
-case $scenario in host | link | asym | check) shapes=1 ;; esac
+case $scenario in host | link | asym | crawl | crawlhost | check) shapes=1 ;; esac
 [ $shapes = 0 ] || command -v tc >/dev/null || skip "iproute2's tc is not installed"
 [ -n "$mpiexec" ] && [ -x "$mpiexec" ] || skip "mpiexec not found"
 "$mpiexec" -info 2>&1 | grep -qi hydra || skip "$mpiexec is not MPICH's hydra (needs -launcher-exec)"
@@ -188,6 +200,31 @@ shape_link() {  # shape_link FROM TO RATE: what FROM sends to TO
     tcn "$f" qdisc add dev xb0 parent 1:2$t handle 2$t: tbf rate "$r" burst 256kb latency 100ms &&
     tcn "$f" filter add dev xb0 parent 1: protocol ip prio 1 u32 match ip dst "${addr[$t]}/32" flowid 1:2$t
 }
+# cut_link A B: A and B drop everything between them, silently: each holds a permanent
+# neighbour entry for the other's address with a MAC no interface has, so its frames leave
+# through the bridge and nobody takes them (no error comes back: a dead path, not a refusal).
+cut_link() {
+  ip -n "${ns[$1]}" neigh replace "${addr[$2]}" lladdr 02:de:ad:00:00:0"$2" dev xb0 nud permanent &&
+    ip -n "${ns[$2]}" neigh replace "${addr[$1]}" lladdr 02:de:ad:00:00:0"$1" dev xb0 nud permanent
+}
+# tcp_probe FROM TO: "open", "refused" (the host answers: nothing listens on the port) or
+# "silent" (no answer within 2 s), from namespace FROM to TO's address
+tcp_probe() {
+  ip netns exec "${ns[$1]}" python3 -c '
+import socket, sys
+s = socket.socket(); s.settimeout(2)
+try:
+    s.connect((sys.argv[1], 9)); print("open")
+except ConnectionRefusedError: print("refused")
+except (socket.timeout, OSError): print("silent")' "${addr[$2]}"
+}
+uncut_link() { ip -n "${ns[$1]}" neigh del "${addr[$2]}" dev xb0; ip -n "${ns[$2]}" neigh del "${addr[$1]}" dev xb0; }
+cut_measured() {  # the cut took: 1 -> 2 and 2 -> 1 silent, 1 -> 0 and 2 -> 0 answer
+  local a b c d
+  a=$(tcp_probe 1 2) b=$(tcp_probe 2 1) c=$(tcp_probe 1 0) d=$(tcp_probe 2 0)
+  verdict cut_dead "$([ "$a$b" = silentsilent ] && [ "$c" = refused ] && [ "$d" = refused ] && echo 1 || echo 0)" \
+    "1->2 $a, 2->1 $b; 1->0 $c, 2->0 $d (a TCP connect to port 9)"
+}
 if [ $shapes = 1 ]; then  # the qdiscs this kernel has: probed on namespace 0's xb0
   probe "tc's tbf qdisc" shape_host 0 100mbit
   unshape
@@ -272,6 +309,12 @@ verdict launcher "$([ "$placed" = "$want" ] && echo 1 || echo 0)" "ranks and add
 
 # --- calibration and shaping -----------------------------------------------------
 fleet_args=(fleet --backend host -s 4M -n 3 --concurrency 1 --threshold 0.25 --no-census --format json)
+case $scenario in
+# Transfers long enough at the crawl rate that a pair's 12 of them overrun the 5 s box.
+crawl | crawlhost) fleet_args=(fleet --backend host -s 32M -n 3 --concurrency 1 --threshold 0.25 --no-census --format json) ;;
+# The first steps have no healthy pair yet to size the box on: --deadline bounds them.
+dead) fleet_args+=(--deadline 20) ;;
+esac
 best() { printf '%s\n' "$@" | awk 'NF && $1 + 0 > m { m = $1 + 0 } END { if (m > 0) print m }'; }
 lower() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 < b + 0) ? a : b }'; }
 json_get() {  # json_get FILE EXPR: a python expression over d (the document), "" when it fails
@@ -280,7 +323,8 @@ json_get() {  # json_get FILE EXPR: a python expression over d (the document), "
 rate=""; rate_gbps=""
 # check: 1/50, so that an unaffected pair's figure, which swings 2-5x on a busy 2-core machine,
 # still stands >= 10x above the shaped one
-divisor=20; [ "$scenario" = check ] && divisor=50
+divisor=20
+case $scenario in check) divisor=50 ;; crawl | crawlhost) divisor=40 ;; esac
 if [ $shapes = 1 ]; then
   t0=$(now)
   b01=$(oneway 0 1)
@@ -336,15 +380,17 @@ measured() {
 apply() {  # apply SCENARIO: its shaping, and the measurement that it took
   local t0; t0=$(now)
   case $1 in
-  host) shape_host 3 "$rate" || return 1 ;;
-  link) { shape_link 1 2 "$rate" && shape_link 2 1 "$rate"; } || return 1 ;;
+  host | crawlhost) shape_host 3 "$rate" || return 1 ;;
+  link | crawl) { shape_link 1 2 "$rate" && shape_link 2 1 "$rate"; } || return 1 ;;
   asym) shape_link 1 2 "$rate" || return 1 ;;
+  dead) cut_link 1 2 || return 1 ;;
   esac
-  echo "shaping $1 ($rate): tc took $(secs "$t0" "$(now)") s"
+  echo "shaping $1 (${rate:-no rate}): took $(secs "$t0" "$(now)") s"
   case $1 in
-  host) measured shaping_host 3 0 1 2 0 3 ;;  # 0 -> 3: into the shaped host (its ACKs go out shaped)
-  link) measured shaping_link 1 2 1 0 2 1 ;;  # 1 -> 0: the same interface, another peer
+  host | crawlhost) measured shaping_host 3 0 1 2 0 3 ;;  # 0 -> 3: into the shaped host (its ACKs go out shaped)
+  link | crawl) measured shaping_link 1 2 1 0 2 1 ;;  # 1 -> 0: the same interface, another peer
   asym) measured shaping_asym 1 2 1 0 2 1 ;;  # 2 -> 1: the way back (only its ACKs are shaped)
+  dead) cut_measured ;;
   esac
 }
 
@@ -461,12 +507,27 @@ else:
     if rc != want_rc: bad.append("exit %d, not %d" % (rc, want_rc))
     if not sends: bad.append("no send record")
     if s.get("interrupted"): bad.append("marked interrupted (%r)" % s.get("stopped_by"))
-    want_hosts = [H(3)] if scenario == "host" else []
+    want_hosts = [H(3)] if scenario in ("host", "crawlhost") else []
     if hosts != want_hosts: bad.append("slow_hosts %r, not %r" % (s.get("slow_hosts"), ",".join(want_hosts)))
     link = "%s<->%s" % (H(1), H(2))
-    if scenario == "link" and links != [link]: bad.append("slow_links %r, not %r" % (s.get("slow_links"), link))
+    if scenario in ("link", "dead", "crawl") and links != [link]: bad.append("slow_links %r, not %r" % (s.get("slow_links"), link))
     if scenario == "asym" and link not in links: bad.append("slow_links %r does not name %s" % (s.get("slow_links"), link))
-    if scenario in ("nofault", "host") and links: bad.append("slow_links %r, not empty" % s.get("slow_links"))
+    if scenario in ("nofault", "host", "crawlhost") and links: bad.append("slow_links %r, not empty" % s.get("slow_links"))
+    # A verdict never contradicts its records: failed pairs are named, and only the faulty ones fail.
+    failed = [r for r in res if r.get("case") in ("send", "bidir", "pingpong") and r.get("status") == "failed"]
+    fails = [r for r in res if r.get("verdict") == "FAIL"]
+    if failed and not fails: bad.append("%d failed pair records and no FAIL" % len(failed))
+    if scenario == "dead":
+        ends = {(r.get("src"), r.get("dst")) for r in failed}
+        if not failed: bad.append("no failed pair record")
+        if ends - {(1, 2), (2, 1)}: bad.append("failed records of other pairs: %r" % sorted(ends - {(1, 2), (2, 1)}))
+        why = [r.get("why", "") for r in res if r.get("case") == "link" and r.get("verdict") == "FAIL"]
+        if not any("failed in" in w for w in why): bad.append("the link's why gives no count of failed passes: %r" % why)
+    if scenario in ("crawl", "crawlhost"):
+        boxed = [r for r in res if r.get("boxed")]
+        print("    | %d records time-boxed, e.g. %r; %d failed" % (len(boxed), boxed[0].get("boxed") if boxed else None, len(failed)))
+        if not boxed and not failed: bad.append("no record was time-boxed or failed: the crawl did not reach the box")
+    print("    | failed pair records: %d; boxes (s): %s" % (len(failed), sorted({round(r.get("box_s", 0), 1) for r in res if "box_s" in r})))
 print("    | " + ("; ".join(bad) if bad else "as expected"))
 sys.exit(1 if bad else 0)
 EOF
@@ -499,6 +560,20 @@ EOF
         show "$f.err"; continue
       fi
       detail="exit $rc, $(secs "$killed" "$(now)") s after rank 4 was killed ($took s in all, $left ranks left behind)"
+    elif [ "$scenario" = dead ]; then
+      # shellcheck disable=SC2086
+      launch "$limit" "$tmp/hosts5" "$f" -- "$xb" "${fleet_args[@]}" --passes $passes ${NETNS_FLEET_OPTS:-} -o "$f.json"
+      cut=""
+      for _ in $(seq 1200); do  # MPI is up once the file is there
+        kill -0 $pid 2>/dev/null || break
+        [ -s "$f.json" ] && { apply dead && cut=$(now); break; }
+        sleep 0.05
+      done
+      wait $pid; rc=$?
+      took=$(secs "$t0" "$(now)")
+      kill_ns_procs 2
+      [ -n "$cut" ] && uncut_link 1 2
+      detail="exit $rc in $took s, $([ -n "$cut" ] && echo "cut $(secs "$t0" "$cut") s in" || echo "never cut")"
     else
       # shellcheck disable=SC2086
       run "$limit" "$tmp/hosts5" "$f" -- "$xb" "${fleet_args[@]}" --passes $passes ${NETNS_FLEET_OPTS:-} -o "$f.json"

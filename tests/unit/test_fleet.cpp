@@ -542,13 +542,15 @@ TEST(FleetJudge, EveryFailedPairIsNamed) {
   EXPECT_EQ(j.findings.size(), before);
 }
 
-TEST(FleetPairBox, TenTimesTheMedianHealthyPairWithinItsBounds) {
+TEST(FleetPairBox, SixteenTimesTheLowerQuartileWithinItsBounds) {
   PairBox box(60);
   EXPECT_EQ(box.next(), 60);  // nothing finished yet: --deadline
   box.finished(0.1);
   EXPECT_EQ(box.next(), 5);  // the floor
   for (int i = 0; i < 10; ++i) box.finished(2);
-  EXPECT_EQ(box.next(), 20);
+  EXPECT_EQ(box.next(), 32);
+  for (int i = 0; i < 8; ++i) box.finished(40);  // 8 slow pairs of 19: the quartile holds
+  EXPECT_EQ(box.next(), 32);
   for (int i = 0; i < 300; ++i) box.finished(30);  // only the recent ones count
   EXPECT_EQ(box.next(), 60);                       // the cap
   PairBox tight(2);

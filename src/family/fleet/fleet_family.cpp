@@ -395,7 +395,7 @@ class FleetFamily final : public Family {
              "pairs measured at once (0: the whole round)")
         .add(fleet_field::confirm, FieldRole::info, "a suspect re-measured alone")
         .add(fleet_field::box_s, FieldRole::info,
-             "the pair's time box in its step, s (10x the median healthy pair, 5 s to --deadline)")
+             "the pair's time box in its step, s (16x the lower quartile of recent pairs, 5 s to --deadline)")
         .add(fleet_field::boxed, FieldRole::info,
              "fewer timed transfers than asked: how many, and the box that ended them")
         .add(fleet_field::reached, FieldRole::info,
@@ -555,6 +555,9 @@ int FleetFamily::run(const Invocation& inv) {
     if (!err.empty()) throw UsageError(err);
   });
   Runtime& rt = *r.rt;
+  // From here on every exchange of the ranks goes through rank 0 alone: a
+  // dead link between two other hosts is a failed pair, not a hung run.
+  rt.set_star(true);
   std::vector<std::string> member_names;
   member_names.reserve(members.size());
   for (int m : members) member_names.push_back(names[static_cast<std::size_t>(m)]);

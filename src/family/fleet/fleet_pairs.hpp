@@ -6,8 +6,10 @@
 // 8-byte ping-pong (one-way = round trip / 2).
 //
 // Time box: the pair has `box_s` seconds for its step; a -> b, b -> a and
-// both at once end their iterations at 30, 60 and 90 % of it (after the
-// warm-up and at least one timed transfer), the ping-pong at 100 %. Both
+// both at once end their iterations at 30, 60 and 85 % of it (after the
+// warm-up and at least one timed transfer), the ping-pong at 95 %; a phase
+// without room in the box for its warm-up (three of the pair's last
+// transfer) skips it. Both
 // sides agree at each sync (a flag each sends: the two go on only if both
 // do), so a crawling link reports the transfers that finished, with their
 // count, and the step ends near its box. A wait past the box itself is a
@@ -67,15 +69,15 @@ PairSide run_pair_side(Runtime& rt, const PairRole& role, const PairPlan& plan, 
                        int tag, double box_s);
 
 // The time box of the next step, the same on every rank (each computes it
-// from the same gathered figures): 10x the median of the recent healthy
-// pairs' step times, at least 5 s, at most --deadline; --deadline while
-// no pair has finished yet.
+// from the same gathered figures): 16x the lower quartile of the step
+// times of the last 256 pairs that finished, at least 5 s, at most
+// --deadline; --deadline while no pair has finished yet.
 class PairBox {
  public:
   explicit PairBox(double deadline_s) : deadline_s_(deadline_s) {}
   double next() const;
   void finished(double elapsed_s);  // a pair that completed its step
-  static constexpr double kFactor = 10, kFloor_s = 5;
+  static constexpr double kFactor = 16, kFloor_s = 5;
   static constexpr std::size_t kRecent = 256;
 
  private:
