@@ -558,5 +558,35 @@ TEST(FleetPairBox, SixteenTimesTheLowerQuartileWithinItsBounds) {
   EXPECT_EQ(tight.next(), 2);  // a --deadline under the floor wins
 }
 
+TEST(FleetSchedule, QuickIsRandomPerfectMatchingsWithoutRepeats) {
+  const auto steps = quick_schedule(iota(64), 4, 0, 5);
+  ASSERT_EQ(steps.size(), 4u);
+  std::set<std::pair<int, int>> met;
+  for (const auto& s : steps) {
+    EXPECT_EQ(s.pairs.size(), 32u);  // everyone, once
+    std::set<int> seen;
+    for (const auto& p : s.pairs) {
+      EXPECT_TRUE(seen.insert(p.a).second);
+      EXPECT_TRUE(seen.insert(p.b).second);
+      EXPECT_TRUE(met.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second);
+    }
+  }
+  EXPECT_EQ(quick_schedule(iota(64), 4, 0, 5)[2].pairs, steps[2].pairs);  // deterministic
+  EXPECT_NE(quick_schedule(iota(64), 4, 0, 6)[0].pairs, steps[0].pairs);
+  // Odd: one rests each round; groups of 2.
+  const auto odd = quick_schedule(iota(7), 2, 2, 1);
+  ASSERT_EQ(odd.size(), 4u);  // 3 pairs a round: groups of 2 and 1
+  EXPECT_EQ(odd[0].pairs.size() + odd[1].pairs.size(), 3u);
+}
+
+TEST(FleetPairFilter, KeepsFailedAndSlowPairsOnly) {
+  PairFilter f(0.5);
+  for (int i = 0; i < 16; ++i) EXPECT_TRUE(f.keep({0, 1, 10.0 + i % 3, 10}));  // the warm-up: all
+  EXPECT_FALSE(f.keep({0, 2, 9, 10}));
+  EXPECT_FALSE(f.keep({0, 2, 6, 10}));  // above half the median
+  EXPECT_TRUE(f.keep({0, 3, 4, 10}));
+  EXPECT_TRUE(f.keep(failed_pair(1, 2)));
+}
+
 }  // namespace
 }  // namespace xb

@@ -55,15 +55,20 @@ struct FleetConfig {
   std::vector<std::string> exclude;
   bool census = true;
   bool rails = false;
+  bool quick = false;    // --quick: random perfect matchings, not every pair
+  bool flagged = false;  // --matrix flagged: only suspicious pairs keep their records
 };
+
+// --matrix auto keeps every pair's records up to this many hosts.
+inline constexpr std::size_t kFullMatrixHosts = 32;
 
 std::string digest(const FleetConfig& c) {
   return fmt::format(
       "size={} iters={} warmup={} pings={} deadline={} check={} passes={} conc={} "
-      "seed={} threshold={} expected={} exclude={} census={}",
+      "seed={} threshold={} expected={} exclude={} census={} quick={}",
       c.pair.size, c.pair.iters, c.pair.warmup, c.pair.pings, c.pair.deadline_s, c.pair.check,
       c.passes, c.concurrency, c.seed, c.thresholds.grade.fail_below, c.expected,
-      fmt::join(c.exclude, ","), c.census);
+      fmt::join(c.exclude, ","), c.census, c.quick);
 }
 
 // Each rank's name: its host, and "#rank" where several ranks share one.
@@ -330,8 +335,16 @@ class PairSteps {
       }
       if (rt_.root()) {
         StepRecords sr = step_records(steps[s], members_, names_, sides, cfg_, confirm, box);
-        for (auto& rec : sr.records) done_(std::move(rec));
-        for (auto& f : sr.figures) figures.push_back(f);
+        // Four records a pair, in the order of its figures.
+        for (std::size_t k = 0; k < sr.figures.size(); ++k) {
+          if (confirm || !cfg_.flagged || filter_.keep(sr.figures[k])) {
+            for (std::size_t r = 4 * k; r < std::min(sr.records.size(), 4 * k + 4); ++r)
+              done_(std::move(sr.records[r]));
+          } else {
+            ++held_back_;
+          }
+          figures.push_back(sr.figures[k]);
+        }
       }
       stop_point(&rt_);
     }
@@ -351,6 +364,7 @@ class PairSteps {
     return run(steps, true);
   }
   std::size_t confirmed() const { return confirmed_; }
+  std::size_t held_back() const { return held_back_; }  // pairs --matrix flagged left out
 
  private:
   Runtime& rt_;
@@ -365,6 +379,8 @@ class PairSteps {
   int tag_slots_;
   int tags_ = 0;
   std::size_t confirmed_ = 0;
+  PairFilter filter_{cfg_.thresholds.grade.fail_below};
+  std::size_t held_back_ = 0;
 };
 
 // The fleet's expected figure: --expected, else 0.8 x the median over hosts
@@ -460,6 +476,15 @@ class FleetFamily final : public Family {
     app.add_option("--pings", cfg_.pair.pings, "timed 8-byte ping-pongs per pair (default 200)")
         ->check(CLI::Range(1, 1000000));
     app.add_flag("--no-census", no_census_, "skip the census (doctor --quick on every host)");
+    app.add_flag("--quick", cfg_.quick,
+                 fmt::format("a first look at a large fleet: {} random perfect matchings per pass "
+                             "instead of every pair (finds slow hosts; a slow link only when drawn)",
+                             kQuickMatchings));
+    app.add_option("--matrix", matrix_,
+                   fmt::format("pair records kept: full (every pair), flagged (failed pairs and "
+                               "those below the FAIL line), auto (full up to {} hosts; default)",
+                               kFullMatrixHosts))
+        ->check(CLI::IsMember({"auto", "full", "flagged"}));
     app.add_flag("--rails", cfg_.rails,
                  "one rank per GPU: GPU g of host A with GPU g of host B (cuda)");
     add_run_options(app, run_,
@@ -488,6 +513,7 @@ Examples:
  private:
   FleetConfig cfg_;
   std::string concurrency_ = "all";
+  std::string matrix_ = "auto";
   std::string exclude_;
   bool no_census_ = false;
   RunOptions run_;
@@ -555,6 +581,7 @@ int FleetFamily::run(const Invocation& inv) {
     if (!err.empty()) throw UsageError(err);
   });
   Runtime& rt = *r.rt;
+  cfg_.flagged = matrix_ == "flagged" || (matrix_ == "auto" && members.size() > kFullMatrixHosts);
   // From here on every exchange of the ranks goes through rank 0 alone: a
   // dead link between two other hosts is a failed pair, not a hung run.
   rt.set_star(true);
@@ -571,6 +598,11 @@ int FleetFamily::run(const Invocation& inv) {
                    {"threshold", cfg_.thresholds.grade.fail_below},
                    {"hosts", fmt::format("{}", fmt::join(member_names, ","))},
                    {"excluded", exclude_},
+                   {"schedule", cfg_.quick ? fmt::format("quick: {} random perfect matchings a pass",
+                                                         kQuickMatchings)
+                                           : std::string("every pair: the circle method")},
+                   {"matrix", std::string(cfg_.flagged ? "flagged" : "full")},
+                   {"deadline_s", cfg_.pair.deadline_s},
                    {"pairs_over", std::string("host memory, MPI point-to-point")}};
   r.begin(*this, "fleet", params);
   const Progress progress = rt.root() ? progress_for(run_) : Progress{};
@@ -630,8 +662,10 @@ int FleetFamily::run(const Invocation& inv) {
   PairSteps pairs(rt, members, names, cfg_, throttle, progress, done);
   std::vector<int> index(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) index[i] = static_cast<int>(i);
-  const std::vector<PairFigures> round_figures =
-      pairs.run(fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed), false);
+  const std::vector<PairFigures> round_figures = pairs.run(
+      cfg_.quick ? quick_schedule(index, kQuickMatchings * cfg_.passes, cfg_.concurrency, cfg_.seed)
+                 : fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed),
+      false);
   const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), round_figures);
 
   // The verdicts, then the suspects again, alone.
@@ -690,7 +724,8 @@ int FleetFamily::run(const Invocation& inv) {
         {"thresholds", fmt::format("PASS >= {:g}, WARN >= {:g}, latency WARN above {:g}x",
                                    cfg_.thresholds.grade.warn_below,
                                    cfg_.thresholds.grade.fail_below, cfg_.thresholds.latency_warn)},
-        {"confirmed", static_cast<std::int64_t>(pairs.confirmed())}};
+        {"confirmed", static_cast<std::int64_t>(pairs.confirmed())},
+        {"pairs_held_back", static_cast<std::int64_t>(pairs.held_back())}};
   }
   return r.report(*this, {"fleet", {}, params, std::move(all), std::move(summary)}, run_);
 }
@@ -723,7 +758,18 @@ std::string FleetFamily::tables(const Report& r) const {
     f.ab = f.failed ? 0 : rec.gbps_median;
     sends.push_back(f);
   }
-  if (names.size() < 2) return out;
+  if (names.size() > kFullMatrixHosts) {
+    out += fmt::format(
+        "\nthe matrix of {} hosts is too wide for a table: `xferbench report` draws it\n",
+        names.size());
+    names.clear();
+  }
+  if (names.size() < 2) {
+    for (const auto& [k, v] : r.summary)
+      if (k == "slow_hosts" || k == "slow_links")
+        out += fmt::format("{}: {}\n", k, field_text(v).empty() ? "none" : field_text(v));
+    return out;
+  }
   const int n = static_cast<int>(names.size());
   const FleetMatrix m = fleet_matrix(n, sends);
   const auto& g = m.send;

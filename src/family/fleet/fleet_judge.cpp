@@ -504,4 +504,26 @@ void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,
   }
 }
 
+bool PairFilter::keep(const PairFigures& f) {
+  const double B = f.failed ? 0.0
+                   : std::isnan(f.ab) || std::isnan(f.ba) ? kNotMeasured
+                                                          : std::min(f.ab, f.ba);
+  bool kept = f.failed || seen_ < kWarm || std::isnan(B) || recent_.empty();
+  if (!kept) {
+    std::vector<double> v = recent_;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    kept = B < fail_below_ * v[v.size() / 2];
+  }
+  ++seen_;
+  if (!std::isnan(B)) {
+    if (recent_.size() < kRecent) {
+      recent_.push_back(B);
+    } else {
+      recent_[pos_] = B;
+      pos_ = (pos_ + 1) % kRecent;
+    }
+  }
+  return kept;
+}
+
 }  // namespace xb

@@ -143,6 +143,22 @@ void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
                    const std::vector<FleetPair>& suspects, const std::vector<PairFigures>& again,
                    const FleetThresholds& t);
 
+// `--matrix flagged`: which pairs keep their records. A pair that failed,
+// or whose figure B is below the FAIL line of the recent pairs' median
+// (the last 256), keeps them; the first 16 pairs all do (no median yet).
+// Every host and link verdict row carries its own figures either way.
+class PairFilter {
+ public:
+  explicit PairFilter(double fail_below) : fail_below_(fail_below) {}
+  bool keep(const PairFigures& f);  // then counts f among the recent pairs
+  static constexpr std::size_t kRecent = 256, kWarm = 16;
+
+ private:
+  double fail_below_;
+  std::vector<double> recent_;
+  std::size_t pos_ = 0, seen_ = 0;
+};
+
 // Last: a failed pair in `measured` (the rounds and the confirmations)
 // whose host or link no FAIL names gets a link FAIL row of its own, so the
 // verdicts never pass over a failed record (the rules above name them all;

@@ -1,6 +1,8 @@
 #include "family/fleet/fleet_schedule.hpp"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "core/pattern.hpp"
 
@@ -37,6 +39,47 @@ std::vector<int> pass_order(const std::vector<int>& members, std::uint64_t seed,
   return order;
 }
 
+namespace {
+
+// One round's pairs cut into steps of at most `concurrency` pairs (0: all).
+void add_round(std::vector<FleetStep>& steps, int pass, int round,
+               const std::vector<FleetPair>& pairs, int concurrency) {
+  const std::size_t k = concurrency > 0 ? static_cast<std::size_t>(concurrency)
+                                        : std::max<std::size_t>(1, pairs.size());
+  for (std::size_t g = 0; g * k < pairs.size(); ++g) {
+    FleetStep s{pass, round, static_cast<int>(g), {}};
+    for (std::size_t i = g * k; i < std::min(pairs.size(), (g + 1) * k); ++i)
+      s.pairs.push_back(pairs[i]);
+    steps.push_back(std::move(s));
+  }
+}
+
+}  // namespace
+
+std::vector<FleetStep> quick_schedule(const std::vector<int>& members, int matchings,
+                                      int concurrency, std::uint64_t seed) {
+  std::vector<FleetStep> steps;
+  if (members.size() < 2) return steps;
+  std::set<std::pair<int, int>> met;
+  for (int k = 0; k < matchings; ++k) {
+    std::vector<FleetPair> round;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const std::vector<int> order = pass_order(members, seed ^ 0x9e3779b97f4a7c15ULL, k * 20 + attempt);
+      round.clear();
+      bool repeats = false;
+      for (std::size_t i = 0; i + 1 < order.size(); i += 2) {
+        round.push_back({order[i], order[i + 1]});
+        repeats = repeats || met.count({std::min(order[i], order[i + 1]),
+                                        std::max(order[i], order[i + 1])}) > 0;
+      }
+      if (!repeats) break;
+    }
+    for (const auto& p : round) met.insert({std::min(p.a, p.b), std::max(p.a, p.b)});
+    add_round(steps, k, 0, round, concurrency);
+  }
+  return steps;
+}
+
 std::vector<FleetStep> fleet_schedule(const std::vector<int>& members, int passes, int concurrency,
                                       std::uint64_t seed) {
   std::vector<FleetStep> steps;
@@ -46,16 +89,10 @@ std::vector<FleetStep> fleet_schedule(const std::vector<int>& members, int passe
   for (int p = 0; p < passes; ++p) {
     const std::vector<int> order = pass_order(members, seed, p);
     for (int r = 0; r < static_cast<int>(rounds.size()); ++r) {
-      const auto& round = rounds[static_cast<std::size_t>(r)];
-      const std::size_t k = concurrency > 0 ? static_cast<std::size_t>(concurrency)
-                                            : std::max<std::size_t>(1, round.size());
-      for (std::size_t g = 0; g * k < round.size(); ++g) {
-        FleetStep s{p, r, static_cast<int>(g), {}};
-        for (std::size_t i = g * k; i < std::min(round.size(), (g + 1) * k); ++i)
-          s.pairs.push_back({order[static_cast<std::size_t>(round[i].a)],
-                             order[static_cast<std::size_t>(round[i].b)]});
-        steps.push_back(std::move(s));
-      }
+      std::vector<FleetPair> pairs;
+      for (const auto& q : rounds[static_cast<std::size_t>(r)])
+        pairs.push_back({order[static_cast<std::size_t>(q.a)], order[static_cast<std::size_t>(q.b)]});
+      add_round(steps, p, r, pairs, concurrency);
     }
   }
   return steps;

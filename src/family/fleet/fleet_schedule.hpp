@@ -35,4 +35,14 @@ struct FleetStep {
 std::vector<FleetStep> fleet_schedule(const std::vector<int>& members, int passes, int concurrency,
                                       std::uint64_t seed);
 
+// `fleet --quick`: `matchings` random perfect matchings of the members
+// (an odd count rests one), each a round of its own (pass k, round 0),
+// cut into groups as above. A matching repeats no pair of an earlier one
+// where 20 reshuffles find one. Every member meets `matchings` partners
+// instead of N-1: a slow host shows with all of them, a slow link only
+// when it is drawn (the bench measures both, docs/RESULTS.md).
+inline constexpr int kQuickMatchings = 4;
+std::vector<FleetStep> quick_schedule(const std::vector<int>& members, int matchings,
+                                      int concurrency, std::uint64_t seed);
+
 }  // namespace xb
