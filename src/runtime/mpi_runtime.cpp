@@ -208,6 +208,17 @@ class MpiTransfer final : public Runtime::Transfer {
     mpi_check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
     return flag != 0;
   }
+  // MPI_Cancel, then up to 200 ms for the request to finish either way.
+  bool cancel() override {
+    if (done()) return true;
+    mpi_check(MPI_Cancel(&req_), "MPI_Cancel");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (std::chrono::steady_clock::now() < until) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return false;
+  }
 
  private:
   MPI_Request req_;

@@ -90,6 +90,10 @@ class Runtime {
    public:
     virtual ~Transfer() = default;
     virtual bool done() = 0;
+    // Gives up on a transfer that is not done: true once it is finished
+    // (cancelled, or completed after all) within a short wait; false when
+    // it may still move bytes (a receive may still write its buffer).
+    virtual bool cancel() { return done(); }
   };
   virtual std::unique_ptr<Transfer> isend(std::span<const std::byte> data, int peer, int tag) = 0;
   virtual std::unique_ptr<Transfer> irecv(std::span<std::byte> data, int peer, int tag) = 0;

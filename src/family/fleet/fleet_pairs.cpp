@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <utility>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -55,6 +57,11 @@ class Side {
       ping(out, at(kEndPing));
       phase_ = PairPhase::done;
     } catch (const Deadline& d) {
+      // What is still posted: cancelled; a receive that will not cancel
+      // retires the receive buffers.
+      bool clean = true;
+      for (auto& t : open_) clean = t->cancel() && clean;
+      if (!clean) buf_.retire_receives();
       out.failed_in = phase_;
       out.error = fmt::format("no answer from rank {} within the pair's {:.3g} s box ({})",
                               role_.peer, box_s_,
@@ -71,10 +78,24 @@ class Side {
     return start_ + std::chrono::duration_cast<Clock::duration>(
                         std::chrono::duration<double>(box_s_ * fraction));
   }
+  // Every transfer is posted through these and kept until its phase's
+  // iteration is over (or the pair fails: then they are cancelled).
+  Runtime::Transfer& post(std::unique_ptr<Runtime::Transfer> t) {
+    open_.push_back(std::move(t));
+    return *open_.back();
+  }
+  Runtime::Transfer& isend(std::span<const std::byte> data, int tag) {
+    return post(rt_.isend(data, role_.peer, tag));
+  }
+  Runtime::Transfer& irecv(std::span<std::byte> data, int tag) {
+    return post(rt_.irecv(data, role_.peer, tag));
+  }
   void wait(Runtime::Transfer& t, const char* what) {
     while (!t.done())
       if (Clock::now() > until_) throw Deadline{what};
   }
+  // All posted transfers are done: forget them.
+  void settled() { open_.clear(); }
   // The sender stretches a transfer by 1/factor after it (the throttle knob).
   void stretch(Clock::time_point t0, double factor) {
     if (factor < 1) std::this_thread::sleep_for((Clock::now() - t0) * (1 / factor - 1));
@@ -82,10 +103,11 @@ class Side {
   // Both sides meet; each says whether it would go on. True when both would.
   bool sync(bool more) {
     buf_.small_send[kFlag] = std::byte{more ? std::uint8_t{1} : std::uint8_t{0}};
-    auto r = rt_.irecv(std::span(buf_.small_recv.data() + kFlag, 1), role_.peer, tag_);
-    auto s = rt_.isend(std::span(buf_.small_send.data() + kFlag, 1), role_.peer, tag_);
-    wait(*r, "sync");
-    wait(*s, "sync");
+    auto& r = irecv(std::span(buf_.small_recv.data() + kFlag, 1), tag_);
+    auto& s = isend(std::span(buf_.small_send.data() + kFlag, 1), tag_);
+    wait(r, "sync");
+    wait(s, "sync");
+    settled();
     return more && buf_.small_recv[kFlag] == std::byte{1};
   }
   // Another iteration? Always through the warm-up and the first timed one,
@@ -120,20 +142,21 @@ class Side {
       if (!go_on(it, end)) break;
       const auto t0 = Clock::now();
       if (sending) {
-        auto s = rt_.isend(buf_.send, role_.peer, data);
-        wait(*s, "send");
+        auto& s = isend(buf_.send, data);
+        wait(s, "send");
         stretch(t0, role_.tx_factor);
-        auto a = rt_.irecv(std::span(buf_.small_recv.data(), 1), role_.peer, ack);
-        wait(*a, "acknowledgement");
+        auto& a = irecv(std::span(buf_.small_recv.data(), 1), ack);
+        wait(a, "acknowledgement");
         if (it >= plan_.warmup) out.send_us.push_back(elapsed_us(t0, Clock::now()));
       } else {
-        auto r = rt_.irecv(buf_.recv, role_.peer, data);
-        wait(*r, "receive");
-        auto a = rt_.isend(std::span(buf_.small_send.data(), 1), role_.peer, ack);
-        wait(*a, "acknowledgement");
+        auto& r = irecv(buf_.recv, data);
+        wait(r, "receive");
+        auto& a = isend(std::span(buf_.small_send.data(), 1), ack);
+        wait(a, "acknowledgement");
         if (verify) check(out);
       }
       transferred(t0);
+      settled();
     }
   }
   void both(PairSide& out, Clock::time_point end) {
@@ -144,17 +167,18 @@ class Side {
       if (verify) std::memset(buf_.recv.data(), 0, buf_.recv.size());
       if (!go_on(it, end)) break;
       const auto t0 = Clock::now();
-      auto r = rt_.irecv(buf_.recv, role_.peer, data);
-      auto s = rt_.isend(buf_.send, role_.peer, data);
-      wait(*s, "send");
-      wait(*r, "receive");
+      auto& r = irecv(buf_.recv, data);
+      auto& s = isend(buf_.send, data);
+      wait(s, "send");
+      wait(r, "receive");
       stretch(t0, role_.tx_factor);
-      auto ar = rt_.irecv(std::span(buf_.small_recv.data(), 1), role_.peer, ack);
-      auto as = rt_.isend(std::span(buf_.small_send.data(), 1), role_.peer, ack);
-      wait(*as, "acknowledgement");
-      wait(*ar, "acknowledgement");
+      auto& ar = irecv(std::span(buf_.small_recv.data(), 1), ack);
+      auto& as = isend(std::span(buf_.small_send.data(), 1), ack);
+      wait(as, "acknowledgement");
+      wait(ar, "acknowledgement");
       if (it >= plan_.warmup) out.both_us.push_back(elapsed_us(t0, Clock::now()));
       transferred(t0);
+      settled();
       if (verify) check(out);
     }
   }
@@ -167,17 +191,18 @@ class Side {
       if (it > warm && (it - warm) % 16 == 0 && !sync(Clock::now() < end)) break;
       if (role_.first) {
         const auto t0 = Clock::now();
-        auto r = rt_.irecv(std::span(buf_.small_recv.data(), 8), role_.peer, back);
-        auto s = rt_.isend(std::span(buf_.small_send.data(), 8), role_.peer, there);
-        wait(*s, "ping");
-        wait(*r, "pong");
+        auto& r = irecv(std::span(buf_.small_recv.data(), 8), back);
+        auto& s = isend(std::span(buf_.small_send.data(), 8), there);
+        wait(s, "ping");
+        wait(r, "pong");
         if (it >= warm) out.ping_us.push_back(elapsed_us(t0, Clock::now()) / 2);
       } else {
-        auto r = rt_.irecv(std::span(buf_.small_recv.data(), 8), role_.peer, there);
-        wait(*r, "ping");
-        auto s = rt_.isend(std::span(buf_.small_send.data(), 8), role_.peer, back);
-        wait(*s, "pong");
+        auto& r = irecv(std::span(buf_.small_recv.data(), 8), there);
+        wait(r, "ping");
+        auto& s = isend(std::span(buf_.small_send.data(), 8), back);
+        wait(s, "pong");
       }
+      settled();
     }
   }
 
@@ -190,6 +215,7 @@ class Side {
   Clock::time_point start_, until_;
   PairPhase phase_ = PairPhase::sync;
   double last_s_ = 0;  // the pair's last data transfer, s (0: none yet)
+  std::vector<std::unique_ptr<Runtime::Transfer>> open_;
 };
 
 }  // namespace
@@ -197,6 +223,12 @@ class Side {
 PairBuffers::PairBuffers(Bytes size, int rank)
     : send(size), recv(size), small_send(64), small_recv(64) {
   fill_pattern(send, seed_of(rank));
+}
+
+void PairBuffers::retire_receives() {
+  const std::size_t big = recv.size(), small = small_recv.size();
+  retired_.push_back(std::exchange(recv, std::vector<std::byte>(big)));
+  retired_.push_back(std::exchange(small_recv, std::vector<std::byte>(small)));
 }
 
 const char* phase_name(PairPhase p) {

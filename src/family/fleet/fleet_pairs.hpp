@@ -55,12 +55,20 @@ struct PairSide {
 std::string side_to_wire(const PairSide& s);
 PairSide side_from_wire(const std::string& text);  // RuntimeError when malformed
 
-// The buffers every step reuses, alive for the whole run (a transfer left
-// behind by a pair past its deadline may still land in them).
+// The buffers every step reuses, alive for the whole run. A pair past its
+// box cancels what it still has posted; a receive that cannot be cancelled
+// may still write its buffer, so the receive buffers are retired (kept
+// alive, never read again) and fresh ones take their place: a late byte
+// of one pair never lands in another pair's figures or verification.
 struct PairBuffers {
   std::vector<std::byte> send, recv;
   std::vector<std::byte> small_send, small_recv;
   explicit PairBuffers(Bytes size, int rank);
+  void retire_receives();
+  std::size_t retired() const { return retired_.size() / 2; }
+
+ private:
+  std::vector<std::vector<std::byte>> retired_;
 };
 
 // Runs this member's part of the step (tags `tag` .. `tag` + 15) within
