@@ -61,6 +61,8 @@ struct FleetConfig {
 
 // --matrix auto keeps every pair's records up to this many hosts.
 inline constexpr std::size_t kFullMatrixHosts = 32;
+// Re-measured pairs at most at once (disjoint hosts).
+inline constexpr std::size_t kConfirmBatch = 16;
 
 std::string digest(const FleetConfig& c) {
   return fmt::format(
@@ -206,7 +208,8 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
       r.set(fleet_field::dst_host, names[static_cast<std::size_t>(dst)]);
       r.set(fleet_field::pass, std::int64_t{step.pass});
       r.set(fleet_field::round, std::int64_t{step.round});
-      r.set(fleet_field::concurrency, std::int64_t{confirm ? 1 : cfg.concurrency});
+      r.set(fleet_field::concurrency,
+            confirm ? static_cast<std::int64_t>(step.pairs.size()) : std::int64_t{cfg.concurrency});
       r.set(fleet_field::box_s, box_s);
       if (confirm) r.set(fleet_field::confirm, true);
       if (fate.failed_in <= phase) {
@@ -351,16 +354,30 @@ class PairSteps {
     return figures;
   }
 
-  // Rank 0's `suspects` (broadcast), measured again one at a time.
+  // Rank 0's `suspects` (broadcast), measured again.
   std::vector<PairFigures> again(const std::vector<FleetPair>& suspects) {
     std::string plan;
     for (const auto& p : suspects) plan += fmt::format("{} {} ", p.a, p.b);
     plan = rt_.broadcast_text(std::move(plan), 0);
+    // Steps of disjoint pairs (each in the first step where neither end is
+    // busy), at most kConfirmBatch pairs a step: a few suspects are each
+    // alone, thousands of a large fleet take a few dozen steps.
     std::vector<FleetStep> steps;
+    std::vector<std::set<int>> busy;
     std::istringstream in(plan);
-    for (FleetPair p; in >> p.a >> p.b;)
-      steps.push_back({-1, static_cast<int>(steps.size()), 0, {p}});
-    confirmed_ += steps.size();
+    for (FleetPair p; in >> p.a >> p.b;) {
+      ++confirmed_;
+      std::size_t s = 0;
+      while (s < steps.size() && (steps[s].pairs.size() >= kConfirmBatch || busy[s].count(p.a) ||
+                                  busy[s].count(p.b)))
+        ++s;
+      if (s == steps.size()) {
+        steps.push_back({-1, static_cast<int>(s), 0, {}});
+        busy.emplace_back();
+      }
+      steps[s].pairs.push_back(p);
+      busy[s].insert({p.a, p.b});
+    }
     return run(steps, true);
   }
   std::size_t confirmed() const { return confirmed_; }
@@ -668,31 +685,24 @@ int FleetFamily::run(const Invocation& inv) {
       false);
   const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), round_figures);
 
-  // The verdicts, then the suspects again, alone.
+  // The verdicts, then the suspects again (confirm_all: up to three rounds,
+  // then the links of hosts it cleared); the other ranks follow rank 0's
+  // plans, one again() per call of its measure.
   std::string note;
   const double expected = expected_gbps(rt, hosts, cfg_.expected, note);
   FleetJudgement j;
-  std::vector<FleetPair> suspects;
+  std::vector<PairFigures> again;
   if (rt.root()) {
     j = judge_fleet(m, member_names, expected, note, cfg_.thresholds);
-    suspects = confirmation_pairs(j);
+    again = confirm_all(j, m, member_names, cfg_.thresholds,
+                        [&](const std::vector<FleetPair>& suspects) { return pairs.again(suspects); });
+  } else {
+    for (int k = 0; k < 2 * kConfirmRounds; ++k) pairs.again({});
   }
-  const std::vector<PairFigures> again = pairs.again(suspects);
-  // A host the first round cleared: its links, hidden behind it until now,
-  // judged and their suspects measured alone.
-  suspects.clear();
-  if (rt.root() && !again.empty()) {
-    confirm_fleet(j, member_names, again, cfg_.thresholds);
-    suspects = judge_cleared_links(j, m, member_names, cfg_.thresholds);
-  }
-  const std::vector<PairFigures> again_links = pairs.again(suspects);
-  if (rt.root() && !again_links.empty())
-    confirm_links(j, member_names, suspects, again_links, cfg_.thresholds);
   if (rt.root()) {
     // Every failed pair named: a verdict never passes over its own records.
     std::vector<PairFigures> measured = round_figures;
     measured.insert(measured.end(), again.begin(), again.end());
-    measured.insert(measured.end(), again_links.begin(), again_links.end());
     cover_failures(j, member_names, measured);
   }
   Params summary;

@@ -63,10 +63,13 @@ bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-Finding* find_row(std::vector<Finding>& rows, const std::string& check, const std::string& where) {
-  for (auto& f : rows)
-    if (f.check == check && f.where == where) return &f;
-  return nullptr;
+Finding* find_row(FleetJudgement& j, const std::string& check, const std::string& where) {
+  for (; j.rows_indexed < j.findings.size(); ++j.rows_indexed) {
+    const Finding& f = j.findings[j.rows_indexed];
+    j.row_index.emplace(f.check + '\t' + f.where, j.rows_indexed);
+  }
+  const auto it = j.row_index.find(check + '\t' + where);
+  return it == j.row_index.end() ? nullptr : &j.findings[it->second];
 }
 
 // B of a re-measured pair: its weaker direction; 0 when it failed again.
@@ -92,7 +95,7 @@ bool contains_pair(const std::vector<FleetPair>& v, int a, int b) {
 
 // A suspect that its re-measurement did not confirm becomes a WARN.
 void downgrade(FleetJudgement& j, const std::string& check, const std::string& where, double x) {
-  if (Finding* f = find_row(j.findings, check, where)) {
+  if (Finding* f = find_row(j, check, where)) {
     f->verdict = Verdict::warn;
     f->why += std::isnan(x) ? "; not measured again: not confirmed"
                             : fmt::format(
@@ -394,7 +397,7 @@ std::vector<FleetPair> confirmation_pairs(const FleetJudgement& j) {
 
 void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
                    const std::vector<PairFigures>& again, const FleetThresholds& t) {
-  j.cleared.assign(j.typical.size(), kNotMeasured);
+  if (j.cleared.size() != j.typical.size()) j.cleared.assign(j.typical.size(), kNotMeasured);
   std::vector<int> hosts;
   for (int h : j.slow_hosts) {
     std::vector<double> xs;
@@ -404,7 +407,7 @@ void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
     const bool failing = contains(j.failing_hosts, h);
     if (failing || (!std::isnan(x) && x / j.reference < t.grade.fail_below)) {
       hosts.push_back(h);
-      if (Finding* f = find_row(j.findings, "host", names[static_cast<std::size_t>(h)])) {
+      if (Finding* f = find_row(j, "host", names[static_cast<std::size_t>(h)])) {
         if (!std::isnan(x))
           f->why += "; again against the healthiest hosts: " + again_text(x, again, h, -1);
         if (failing && !std::isnan(x) && x / j.reference >= t.grade.fail_below)
@@ -460,7 +463,7 @@ void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
     const bool failing = contains_pair(j.failing_links, l.a, l.b);
     if (failing || (!std::isnan(x) && x / ref < t.grade.fail_below)) {
       links.push_back(l);
-      if (Finding* f = find_row(j.findings, "link", where)) {
+      if (Finding* f = find_row(j, "link", where)) {
         if (!std::isnan(x)) f->why += "; again alone: " + again_text(x, again, l.a, l.b);
         if (failing && !std::isnan(x) && !(x / ref < t.grade.fail_below))
           f->why += ": intermittent, its failures stand";
@@ -486,7 +489,7 @@ void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,
         contains_pair(j.slow_links, f.a, f.b))
       continue;
     const std::string where = pair_name(names, std::min(f.a, f.b), std::max(f.a, f.b));
-    if (Finding* row = find_row(j.findings, "link", where)) {
+    if (Finding* row = find_row(j, "link", where)) {
       row->verdict = Verdict::fail;
       row->why += "; it failed when measured again (" + f.why + ")";
     } else {
@@ -524,6 +527,51 @@ bool PairFilter::keep(const PairFigures& f) {
     }
   }
   return kept;
+}
+
+std::vector<PairFigures> confirm_all(FleetJudgement& j, const FleetMatrix& m,
+                                     const std::vector<std::string>& names,
+                                     const FleetThresholds& t, const Remeasure& measure) {
+  std::vector<PairFigures> all;
+  const auto keep = [&](const std::vector<PairFigures>& v) {
+    all.insert(all.end(), v.begin(), v.end());
+  };
+  // The FAILs still open: neither confirmed by failed transfers nor cleared.
+  const auto open_links = [&] {
+    std::vector<FleetPair> out;
+    for (const auto& l : j.slow_links)
+      if (!contains_pair(j.failing_links, l.a, l.b)) out.push_back(l);
+    return out;
+  };
+  std::vector<FleetPair> suspects = confirmation_pairs(j);
+  for (int k = 0; k < kConfirmRounds; ++k) {
+    const auto again = measure(suspects);
+    keep(again);
+    if (!suspects.empty()) confirm_fleet(j, names, again, t);
+    suspects.clear();
+    if (k + 1 < kConfirmRounds) {
+      FleetJudgement open;  // what confirmation_pairs reads, the open FAILs only
+      open.typical = j.typical;
+      open.warn_hosts = j.warn_hosts;
+      for (int h : j.slow_hosts)
+        if (!contains(j.failing_hosts, h)) open.slow_hosts.push_back(h);
+      open.slow_links = open_links();
+      suspects = confirmation_pairs(open);
+    }
+  }
+  const std::vector<FleetPair> cleared = judge_cleared_links(j, m, names, t);
+  suspects = cleared;
+  for (int k = 0; k < kConfirmRounds; ++k) {
+    const auto again = measure(suspects);
+    keep(again);
+    if (!suspects.empty()) confirm_links(j, names, suspects, again, t);
+    std::vector<FleetPair> next;
+    if (k + 1 < kConfirmRounds)
+      for (const auto& l : open_links())
+        if (contains_pair(suspects, l.a, l.b)) next.push_back(l);
+    suspects = next;
+  }
+  return all;
 }
 
 }  // namespace xb

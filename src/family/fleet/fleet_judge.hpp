@@ -27,9 +27,11 @@
 // (judge_cleared_links, against its re-measured figure), and those that
 // fail are measured alone in a second round (confirm_links).
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -110,6 +112,9 @@ struct FleetJudgement {
   // Per member: the figure of a suspect host that confirmation cleared,
   // measured again against the healthiest hosts (NaN for the others).
   std::vector<double> cleared;
+  // find_row's index over findings (check + TAB + where -> row).
+  std::unordered_map<std::string, std::size_t> row_index;
+  std::size_t rows_indexed = 0;
 };
 
 // `names[i]` names member i; `expected_gbps` 0 when no figure is known
@@ -142,6 +147,20 @@ std::vector<FleetPair> judge_cleared_links(FleetJudgement& j, const FleetMatrix&
 void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
                    const std::vector<FleetPair>& suspects, const std::vector<PairFigures>& again,
                    const FleetThresholds& t);
+
+// The whole confirmation, as `fleet` runs it: up to kConfirmRounds rounds
+// of re-measuring the FAIL hosts and links still standing (each round only
+// those the last one confirmed; a part that failed its transfers stands
+// without more rounds), then the links of the hosts it cleared, the same
+// way. `measure` re-measures a list of pairs and returns their figures; it
+// is called exactly 2 x kConfirmRounds times, with an empty list once
+// nothing is left (a collective caller keeps its ranks in step). Returns
+// every re-measured figure.
+inline constexpr int kConfirmRounds = 3;
+using Remeasure = std::function<std::vector<PairFigures>(const std::vector<FleetPair>&)>;
+std::vector<PairFigures> confirm_all(FleetJudgement& j, const FleetMatrix& m,
+                                     const std::vector<std::string>& names,
+                                     const FleetThresholds& t, const Remeasure& measure);
 
 // `--matrix flagged`: which pairs keep their records. A pair that failed,
 // or whose figure B is below the FAIL line of the recent pairs' median
