@@ -588,5 +588,22 @@ TEST(FleetPairFilter, KeepsFailedAndSlowPairsOnly) {
   EXPECT_TRUE(f.keep(failed_pair(1, 2)));
 }
 
+// From 50 links up a WARN must stand out of the links' own spread: a noisy
+// fleet gets none from noise, a tight one still gets its 0.6 link.
+TEST(FleetJudge, LinkWarnsStandOutOfTheFleetsSpread) {
+  Synthetic noisy(20);
+  noisy.noise = 0.45;  // uniform +-45 %: many pairs under 0.8 of their ends
+  const auto a = judge(noisy);
+  EXPECT_TRUE(a.warn_links.empty()) << a.warn_links.size();
+  EXPECT_LT(a.link_noise_floor, 0.8);
+  Synthetic tight(20);
+  tight.noise = 0.02;
+  tight.slow_link = {{4, 9}};
+  tight.factor = 0.6;
+  const auto b = judge(tight);
+  EXPECT_EQ(b.warn_links, (std::vector<FleetPair>{{4, 9}}));
+  EXPECT_GT(b.link_noise_floor, 0.8);
+}
+
 }  // namespace
 }  // namespace xb

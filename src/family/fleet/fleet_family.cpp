@@ -488,7 +488,8 @@ class FleetFamily final : public Family {
         ->check(CLI::Range(0.0, 1e6));
     app.add_option("--exclude", exclude_, "hosts (or host#rank) to leave out, comma list");
     app.add_option("--deadline", cfg_.pair.deadline_s,
-                   "seconds a pair may take in a step before it is a failed pair (default 60)")
+                   "the most seconds a pair's step may take (its time box: 16x the typical pair, "
+                   "at least 5 s, at most this; default 60)")
         ->check(CLI::Range(0.1, 86400.0));
     app.add_option("--pings", cfg_.pair.pings, "timed 8-byte ping-pongs per pair (default 200)")
         ->check(CLI::Range(1, 1000000));
@@ -515,8 +516,13 @@ mpiexec -ppn 1): a census (doctor --quick on every host, each figure held
 against the other hosts'), then every pair of hosts once per pass in rounds of disjoint
 pairs (a->b, b->a, both at once, an 8-byte ping-pong), then verdicts: a host slow with
 every partner, a link slow while both its ends are fast elsewhere, the direction, latency,
-and the whole fleet against the NICs' rate. Suspects are measured again alone before a FAIL.
-Needs >= 4 hosts to tell a slow host from a slow link. Exit 1 on a FAIL.
+and the whole fleet against the NICs' rate. Suspects are measured again before a FAIL.
+A failed pair is a FAIL of its link (or host), never a gap. Needs >= 4 hosts to tell a slow
+host from a slow link. Exit 1 on a FAIL.
+Run time: N-1 rounds a pass (N odd: N), each as long as its slowest pair; a pair is
+time-boxed to 16x the typical pair (at least 5 s, at most --deadline), so a slow or dead
+host adds about 5 s to every round (1,024 hosts: ~85 min), a slow link to one; worst case,
+every step at its box: (steps + re-measurements) x --deadline. --quick: 4 rounds a pass.
 Examples:
   srun -N 16 --ntasks-per-node=1 --mpi=pmix xferbench fleet --exclude node07   (Open MPI build)
   srun -N 16 --ntasks-per-node=1 --mpi=pmi2 xferbench fleet                    (MPICH build)

@@ -10,7 +10,8 @@
 //   host spoils N-1 of the pairs).
 // - Host: m(i) / R graded (>= warn_below PASS, >= fail_below WARN, else FAIL),
 //   with the direction that is slow (its sending or its receiving).
-// - Link, only where neither end is slow: B(i,j) / min(m(i), m(j)).
+// - Link, only where neither end is slow: B(i,j) / min(m(i), m(j)); from
+//   50 links up a WARN must also stand out of the links' own spread.
 // - Latency: a host's lower-median one-way p50 over its partners against
 //   the fleet's median: above latency_warn times it is a WARN.
 // - Whole fleet: R against the expected figure from the NICs' rate; below
@@ -95,6 +96,8 @@ struct FleetThresholds {
   double fleet_warn = 0.8;
 };
 
+inline constexpr std::size_t kSpreadLinks = 50;
+
 struct FleetJudgement {
   std::vector<Finding> findings;  // where: member names ("A", "A<->B")
   std::vector<int> slow_hosts;    // FAIL (before confirmation: suspects)
@@ -112,6 +115,9 @@ struct FleetJudgement {
   // Per member: the figure of a suspect host that confirmation cleared,
   // measured again against the healthiest hosts (NaN for the others).
   std::vector<double> cleared;
+  // A link WARN also needs B / ref below this: 4 robust sigmas under the
+  // median link (from kSpreadLinks links up; 1 below that: the 0.8 line alone).
+  double link_noise_floor = 1;
   // find_row's index over findings (check + TAB + where -> row).
   std::unordered_map<std::string, std::size_t> row_index;
   std::size_t rows_indexed = 0;
