@@ -124,7 +124,7 @@ class Model {
 
 struct Score {
   int trials = 0, exact = 0;
-  long named = 0, right = 0, injected = 0, warn_healthy = 0;
+  long named = 0, right = 0, injected = 0, warn_healthy = 0, hosts_found = 0;
   std::vector<double> judge_ms;
   long pairs_full = 0, pairs_kept = 0, rows = 0, remeasured = 0;
 };
@@ -194,6 +194,7 @@ void trial(int n, bool quick, Model& model, std::uint64_t seed, Score& s) {
   const std::set<int> got_hosts(j.slow_hosts.begin(), j.slow_hosts.end());
   long right = 0;
   for (int h : got_hosts) right += want_hosts.count(h);
+  s.hosts_found += right;
   for (const auto& l : got_links) right += want_links.count(l);
   s.named += static_cast<long>(got_hosts.size() + got_links.size());
   s.right += right;
@@ -249,8 +250,8 @@ int main(int argc, char** argv) {
              "faults: 1 slow host, 1 slow link, 1 asymmetric, 1 dead, 2 links sharing a host\n\n",
              quick ? "quick (4 random matchings)" : "full (circle, 1 pass)", trials, cv, outliers);
   fmt::print("| hosts | schedule | exact trials | precision | recall | WARN on healthy parts / trial "
-             "| judge (median, max) | rounds: 25 / 50 / 100 GB/s | a dead host | JSON full | "
-             "JSON flagged |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+             "| slow host found | judge (median, max) | rounds: 25 / 50 / 100 GB/s | a dead host | JSON "
+             "full | JSON flagged |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::stringstream in(hosts);
   for (std::string item; std::getline(in, item, ',');) {
     const int n = std::stoi(item);
@@ -269,12 +270,13 @@ int main(int argc, char** argv) {
                         rows_avg * row_bytes;
     const double flagged = static_cast<double>(s.pairs_kept) / s.trials * 4 * pair_bytes +
                            rows_avg * row_bytes;
-    fmt::print("| {} | {} | {:.1f} % | {:.4f} | {:.4f} | {:.2f} | {:.0f} ms, {:.0f} ms | {:.0f} / "
-               "{:.0f} / {:.0f} s | +{:.0f} s | {} | {} |\n",
+    fmt::print("| {} | {} | {:.1f} % | {:.4f} | {:.4f} | {:.2f} | {:.1f} % | {:.0f} ms, {:.0f} ms | "
+               "{:.1f} / {:.1f} / {:.1f} s | +{:.0f} s | {} | {} |\n",
                n, quick ? "quick" : "full", 100.0 * s.exact / s.trials,
                s.named ? static_cast<double>(s.right) / static_cast<double>(s.named) : 1.0,
                static_cast<double>(s.right) / static_cast<double>(s.injected),
-               static_cast<double>(s.warn_healthy) / s.trials, median(s.judge_ms),
+               static_cast<double>(s.warn_healthy) / s.trials, 100.0 * static_cast<double>(s.hosts_found) / s.trials,
+               median(s.judge_ms),
                *std::max_element(s.judge_ms.begin(), s.judge_ms.end()), rounds * step_s(25),
                rounds * step_s(50), rounds * step_s(100),
                rounds * (PairBox::kFloor_s - step_s(25)), human_bytes(full),
