@@ -136,6 +136,7 @@ void GemmArOperator::compute_tile(std::int64_t tile) {
               static_cast<int>(t_.Np), 0.0f, C_.data() + tile * t_.tile_elems,
               static_cast<int>(s.base_n));
 #else
+  (void)s;
   (void)tr;
   (void)tc;
   (void)tile;
