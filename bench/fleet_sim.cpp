@@ -76,10 +76,10 @@ class Model {
     host_factor_ = slow(rng_);
     f.links = {ordered(h[1], h[2]), ordered(h[3], h[4]), ordered(h[5], h[6]), ordered(h[7], h[8]),
                ordered(h[7], h[9])};
-    both(h[1], h[2], slow(rng_));          // slow link
+    both(h[1], h[2], slow(rng_));                     // slow link
     f.directed.emplace_back(h[3], h[4], slow(rng_));  // asymmetric: one direction
-    both(h[5], h[6], 0);                   // dead
-    both(h[7], h[8], slow(rng_));          // two slow links sharing h[7]
+    both(h[5], h[6], 0);                              // dead
+    both(h[7], h[8], slow(rng_));                     // two slow links sharing h[7]
     both(h[7], h[9], slow(rng_));
     faults_ = f;
     return f;
@@ -246,12 +246,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "the first trial's seed");
   CLI11_PARSE(app, argc, argv);
 
-  fmt::print("fleet_sim: {} schedule, {} trials a size, noise cv {:.3g}, dips {:.3g}, "
-             "faults: 1 slow host, 1 slow link, 1 asymmetric, 1 dead, 2 links sharing a host\n\n",
-             quick ? "quick (4 random matchings)" : "full (circle, 1 pass)", trials, cv, outliers);
-  fmt::print("| hosts | schedule | exact trials | precision | recall | WARN on healthy parts / trial "
-             "| slow host found | judge (median, max) | rounds: 25 / 50 / 100 GB/s | a dead host | JSON "
-             "full | JSON flagged |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  fmt::print(
+      "fleet_sim: {} schedule, {} trials a size, noise cv {:.3g}, dips {:.3g}, "
+      "faults: 1 slow host, 1 slow link, 1 asymmetric, 1 dead, 2 links sharing a host\n\n",
+      quick ? "quick (4 random matchings)" : "full (circle, 1 pass)", trials, cv, outliers);
+  fmt::print(
+      "| hosts | schedule | exact trials | precision | recall | WARN on healthy parts / trial "
+      "| slow host found | judge (median, max) | rounds: 25 / 50 / 100 GB/s | a dead host | JSON "
+      "full | JSON flagged |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::stringstream in(hosts);
   for (std::string item; std::getline(in, item, ',');) {
     const int n = std::stoi(item);
@@ -266,21 +268,21 @@ int main(int argc, char** argv) {
     }
     const int rounds = quick ? kQuickMatchings : (n % 2 ? n : n - 1);
     const double rows_avg = static_cast<double>(s.rows) / s.trials + 2.0 * n;  // + census rows
-    const double full = static_cast<double>(s.pairs_full) / s.trials * 4 * pair_bytes +
-                        rows_avg * row_bytes;
-    const double flagged = static_cast<double>(s.pairs_kept) / s.trials * 4 * pair_bytes +
-                           rows_avg * row_bytes;
-    fmt::print("| {} | {} | {:.1f} % | {:.4f} | {:.4f} | {:.2f} | {:.1f} % | {:.0f} ms, {:.0f} ms | "
-               "{:.1f} / {:.1f} / {:.1f} s | +{:.0f} s | {} | {} |\n",
-               n, quick ? "quick" : "full", 100.0 * s.exact / s.trials,
-               s.named ? static_cast<double>(s.right) / static_cast<double>(s.named) : 1.0,
-               static_cast<double>(s.right) / static_cast<double>(s.injected),
-               static_cast<double>(s.warn_healthy) / s.trials, 100.0 * static_cast<double>(s.hosts_found) / s.trials,
-               median(s.judge_ms),
-               *std::max_element(s.judge_ms.begin(), s.judge_ms.end()), rounds * step_s(25),
-               rounds * step_s(50), rounds * step_s(100),
-               rounds * (PairBox::kFloor_s - step_s(25)), human_bytes(full),
-               human_bytes(flagged));
+    const double full =
+        static_cast<double>(s.pairs_full) / s.trials * 4 * pair_bytes + rows_avg * row_bytes;
+    const double flagged =
+        static_cast<double>(s.pairs_kept) / s.trials * 4 * pair_bytes + rows_avg * row_bytes;
+    fmt::print(
+        "| {} | {} | {:.1f} % | {:.4f} | {:.4f} | {:.2f} | {:.1f} % | {:.0f} ms, {:.0f} ms | "
+        "{:.1f} / {:.1f} / {:.1f} s | +{:.0f} s | {} | {} |\n",
+        n, quick ? "quick" : "full", 100.0 * s.exact / s.trials,
+        s.named ? static_cast<double>(s.right) / static_cast<double>(s.named) : 1.0,
+        static_cast<double>(s.right) / static_cast<double>(s.injected),
+        static_cast<double>(s.warn_healthy) / s.trials,
+        100.0 * static_cast<double>(s.hosts_found) / s.trials, median(s.judge_ms),
+        *std::max_element(s.judge_ms.begin(), s.judge_ms.end()), rounds * step_s(25),
+        rounds * step_s(50), rounds * step_s(100), rounds * (PairBox::kFloor_s - step_s(25)),
+        human_bytes(full), human_bytes(flagged));
     std::fflush(stdout);
   }
   return 0;

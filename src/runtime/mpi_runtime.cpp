@@ -337,17 +337,17 @@ class MpiRuntime final : public Runtime {
   void reduce(std::span<double> v, Reduce how) override {
     if (star_) {
       // Every rank's values, combined in rank order on every rank: the same result everywhere.
-      const auto all = star_allgather(
-          std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
+      const auto all =
+          star_allgather(std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
       for (std::size_t i = 0; i < v.size(); ++i) {
         double acc = 0;
         for (std::size_t r = 0; r < all.size(); ++r) {
           double x = 0;
           std::memcpy(&x, all[r].data() + i * sizeof(double), sizeof(double));
-          acc = r == 0                  ? x
-                : how == Reduce::max    ? std::max(acc, x)
-                : how == Reduce::min    ? std::min(acc, x)
-                                        : acc + x;
+          acc = r == 0               ? x
+                : how == Reduce::max ? std::max(acc, x)
+                : how == Reduce::min ? std::min(acc, x)
+                                     : acc + x;
         }
         v[i] = acc;
       }
@@ -429,8 +429,8 @@ class MpiRuntime final : public Runtime {
     }
     std::vector<MPI_Request> reqs(static_cast<std::size_t>(size_ - 1));
     for (int r = 1; r < size_; ++r)
-      mpi_check(MPI_Isend(packed.data(), mpi_count(packed.size()), MPI_BYTE, r, tag,
-                          MPI_COMM_WORLD, &reqs[static_cast<std::size_t>(r - 1)]),
+      mpi_check(MPI_Isend(packed.data(), mpi_count(packed.size()), MPI_BYTE, r, tag, MPI_COMM_WORLD,
+                          &reqs[static_cast<std::size_t>(r - 1)]),
                 "MPI_Isend");
     for (auto& req : reqs) wait_idle(req, "MPI_Isend");
     return all;

@@ -413,9 +413,10 @@ TEST(FleetJudge, ReplayedTableWithAMissingCellIsALinkFail) {
   for (int pass = 0; pass < 3; ++pass)
     for (int a = 0; a < 6; ++a)
       for (int b = a + 1; b < 6; ++b)
-        figures.push_back((a == 1 && b == 4)
-                              ? failed_pair(4, 1, "a->b: no answer from rank 1 within 60 s (receive)")
-                              : PairFigures{a, b, fig(a, b), fig(b, a), 0.6, 20, 40});
+        figures.push_back(
+            (a == 1 && b == 4)
+                ? failed_pair(4, 1, "a->b: no answer from rank 1 within 60 s (receive)")
+                : PairFigures{a, b, fig(a, b), fig(b, a), 0.6, 20, 40});
   const FleetMatrix m = fleet_matrix(6, figures);
   EXPECT_EQ(pair_figure(m, 1, 4), 0);
   EXPECT_EQ(pair_failures(m, 1, 4), 3);
@@ -462,7 +463,8 @@ TEST(FleetJudge, APairFailingInSomePassesIsAFailWithTheCount) {
   for (std::uint32_t pass = 0; pass < 3; ++pass) {
     s.seed = pass + 1;
     s.noise = 0.05;
-    for (auto f : s.figures()) figs.push_back(pass == 1 && f.a == 0 && f.b == 3 ? failed_pair(0, 3) : f);
+    for (auto f : s.figures())
+      figs.push_back(pass == 1 && f.a == 0 && f.b == 3 ? failed_pair(0, 3) : f);
   }
   const FleetMatrix m = fleet_matrix(5, figs);
   EXPECT_GT(pair_figure(m, 0, 3), 5);

@@ -33,7 +33,6 @@ Verdict verdict_of(const std::string& v) {
                        : Verdict::none;
 }
 
-
 // Rank 0: one census row per host. A host's own doctor verdict stands (it
 // was measured in paired rounds and a FAIL reproduced); each figure is also
 // held against the same check on the other hosts (the median), at most a

@@ -33,9 +33,7 @@
 namespace xb {
 namespace {
 
-
 const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency"};
-
 
 std::string digest(const FleetConfig& c) {
   return fmt::format(
@@ -93,7 +91,8 @@ class FleetFamily final : public Family {
              "pairs measured at once (0: the whole round)")
         .add(fleet_field::confirm, FieldRole::info, "a suspect re-measured alone")
         .add(fleet_field::box_s, FieldRole::info,
-             "the pair's time box in its step, s (16x the lower quartile of recent pairs, 5 s to --deadline)")
+             "the pair's time box in its step, s (16x the lower quartile of recent pairs, 5 s to "
+             "--deadline)")
         .add(fleet_field::boxed, FieldRole::info,
              "fewer timed transfers than asked: how many, and the box that ended them")
         .add(fleet_field::reached, FieldRole::info,
@@ -159,10 +158,11 @@ class FleetFamily final : public Family {
     app.add_option("--pings", cfg_.pair.pings, "timed 8-byte ping-pongs per pair (default 200)")
         ->check(CLI::Range(1, 1000000));
     app.add_flag("--no-census", no_census_, "skip the census (doctor --quick on every host)");
-    app.add_flag("--quick", cfg_.quick,
-                 fmt::format("a first look at a large fleet: {} random perfect matchings per pass "
-                             "instead of every pair (finds slow hosts; a slow link only when drawn)",
-                             kQuickMatchings));
+    app.add_flag(
+        "--quick", cfg_.quick,
+        fmt::format("a first look at a large fleet: {} random perfect matchings per pass "
+                    "instead of every pair (finds slow hosts; a slow link only when drawn)",
+                    kQuickMatchings));
     app.add_option("--matrix", matrix_,
                    fmt::format("pair records kept: full (every pair), flagged (failed pairs and "
                                "those below the FAIL line), auto (full up to {} hosts; default)",
@@ -277,21 +277,22 @@ int FleetFamily::run(const Invocation& inv) {
   member_names.reserve(members.size());
   for (int m : members) member_names.push_back(names[static_cast<std::size_t>(m)]);
   const std::string concurrency_text = cfg_.concurrency ? std::to_string(cfg_.concurrency) : "all";
-  Params params = {{"size", static_cast<std::int64_t>(cfg_.pair.size)},
-                   {"iters", std::int64_t{cfg_.pair.iters}},
-                   {"warmup", std::int64_t{cfg_.pair.warmup}},
-                   {"passes", std::int64_t{cfg_.passes}},
-                   {"concurrency", concurrency_text},
-                   {"seed", static_cast<std::int64_t>(cfg_.seed)},
-                   {"threshold", cfg_.thresholds.grade.fail_below},
-                   {"hosts", fmt::format("{}", fmt::join(member_names, ","))},
-                   {"excluded", exclude_},
-                   {"schedule", cfg_.quick ? fmt::format("quick: {} random perfect matchings a pass",
-                                                         kQuickMatchings)
-                                           : std::string("every pair: the circle method")},
-                   {"matrix", std::string(cfg_.flagged ? "flagged" : "full")},
-                   {"deadline_s", cfg_.pair.deadline_s},
-                   {"pairs_over", std::string("host memory, MPI point-to-point")}};
+  Params params = {
+      {"size", static_cast<std::int64_t>(cfg_.pair.size)},
+      {"iters", std::int64_t{cfg_.pair.iters}},
+      {"warmup", std::int64_t{cfg_.pair.warmup}},
+      {"passes", std::int64_t{cfg_.passes}},
+      {"concurrency", concurrency_text},
+      {"seed", static_cast<std::int64_t>(cfg_.seed)},
+      {"threshold", cfg_.thresholds.grade.fail_below},
+      {"hosts", fmt::format("{}", fmt::join(member_names, ","))},
+      {"excluded", exclude_},
+      {"schedule", cfg_.quick
+                       ? fmt::format("quick: {} random perfect matchings a pass", kQuickMatchings)
+                       : std::string("every pair: the circle method")},
+      {"matrix", std::string(cfg_.flagged ? "flagged" : "full")},
+      {"deadline_s", cfg_.pair.deadline_s},
+      {"pairs_over", std::string("host memory, MPI point-to-point")}};
   r.begin(*this, "fleet", params);
   const Progress progress = rt.root() ? progress_for(run_) : Progress{};
   std::vector<Record> all;
@@ -365,8 +366,9 @@ int FleetFamily::run(const Invocation& inv) {
   std::vector<PairFigures> again;
   if (rt.root()) {
     j = judge_fleet(m, member_names, expected, note, cfg_.thresholds);
-    again = confirm_all(j, m, member_names, cfg_.thresholds,
-                        [&](const std::vector<FleetPair>& suspects) { return pairs.again(suspects); });
+    again =
+        confirm_all(j, m, member_names, cfg_.thresholds,
+                    [&](const std::vector<FleetPair>& suspects) { return pairs.again(suspects); });
   } else {
     for (int k = 0; k < 2 * kConfirmRounds; ++k) pairs.again({});
   }
@@ -482,8 +484,8 @@ std::string FleetFamily::tables(const Report& r) const {
       partly = partly || (failures && !cell_failed && !std::isnan(x));
       out += row == c || std::isnan(x) ? fmt::format(" {:>{}}", "-", cw)
              : cell_failed             ? fmt::format(" {:>{}}", "failed", cw)
-             : failures ? fmt::format(" {:>{}}", fmt::format("{:.3g}*", x), cw)
-                        : fmt::format(" {:>{}.3g}", x, cw);
+             : failures                ? fmt::format(" {:>{}}", fmt::format("{:.3g}*", x), cw)
+                                       : fmt::format(" {:>{}.3g}", x, cw);
     }
     out += "\n";
   }

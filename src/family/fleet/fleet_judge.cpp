@@ -29,9 +29,9 @@ struct Cells {
   explicit Cells(int n_) : n(n_) {}
   void add(int i, int j, double x) {
     if (!std::isnan(x))
-      v.emplace_back(static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
-                         static_cast<std::size_t>(j),
-                     x);
+      v.emplace_back(
+          static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j),
+          x);
   }
   Grid medians(bool upper) {
     std::sort(v.begin(), v.end());
@@ -82,7 +82,7 @@ double remeasured(const PairFigures& f) {
 // rounds after it as ", then X".
 void add_again(Finding& f, const std::string& lead, const std::string& what) {
   f.why += f.why.find("; " + lead + ": ") == std::string::npos ? "; " + lead + ": " + what
-                                                                : ", then " + what;
+                                                               : ", then " + what;
 }
 
 // What a re-measurement found, for the why.
@@ -122,8 +122,8 @@ void judge_link(FleetJudgement& j, const FleetMatrix& m, const std::vector<std::
   const std::string& bn = names[static_cast<std::size_t>(b)];
   if (failures > 0) {
     // Failed transfers: the strongest evidence there is, whatever the other passes reached.
-    std::string why = fmt::format("failed in {} of {} passes ({})", failures,
-                                  pair_passes(m, a, b), pair_failure_why(m, a, b));
+    std::string why = fmt::format("failed in {} of {} passes ({})", failures, pair_passes(m, a, b),
+                                  pair_failure_why(m, a, b));
     why += std::isnan(ref) || ref <= 0
                ? std::string()
                : fmt::format("; both ends reach {:.3g} GB/s with others", ref);
@@ -318,8 +318,7 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
     }
     if (with >= 2 && 2 * failing > with) {
       // Failed with more than half its partners: the host, not each of its links.
-      std::string why =
-          fmt::format("failed with {} of its {} partners ({})", failing, with, first);
+      std::string why = fmt::format("failed with {} of its {} partners ({})", failing, with, first);
       if (!std::isnan(mi) && mi > 0) why += fmt::format("; typical of its pairs {:.3g} GB/s", mi);
       why += ": its NIC, cable, switch port, or a firewall or route of its own";
       j.slow_hosts.push_back(i);
@@ -528,18 +527,17 @@ void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,
                             "failed when measured again (" + f.why +
                                 "): the path between them (cables, switch ports, routes)"});
     }
-    j.warn_links.erase(std::remove_if(j.warn_links.begin(), j.warn_links.end(),
-                                      [&](const FleetPair& p) {
-                                        return contains_pair({p}, f.a, f.b);
-                                      }),
-                       j.warn_links.end());
+    j.warn_links.erase(
+        std::remove_if(j.warn_links.begin(), j.warn_links.end(),
+                       [&](const FleetPair& p) { return contains_pair({p}, f.a, f.b); }),
+        j.warn_links.end());
     j.slow_links.push_back({std::min(f.a, f.b), std::max(f.a, f.b)});
     j.failing_links.push_back(j.slow_links.back());
   }
 }
 
 bool PairFilter::keep(const PairFigures& f) {
-  const double B = f.failed ? 0.0
+  const double B = f.failed                               ? 0.0
                    : std::isnan(f.ab) || std::isnan(f.ba) ? kNotMeasured
                                                           : std::min(f.ab, f.ba);
   bool kept = f.failed || seen_ < kWarm || std::isnan(B) || recent_.empty();

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
-#include <utility>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/pattern.hpp"
@@ -63,11 +63,10 @@ class Side {
       for (auto& t : open_) clean = t->cancel() && clean;
       if (!clean) buf_.retire_receives();
       out.failed_in = phase_;
-      out.error = fmt::format("no answer from rank {} within the pair's {:.3g} s box ({})",
-                              role_.peer, box_s_,
-                              phase_ == PairPhase::sync
-                                  ? std::string("sync")
-                                  : fmt::format("{} {}", phase_name(phase_), d.what));
+      out.error = fmt::format(
+          "no answer from rank {} within the pair's {:.3g} s box ({})", role_.peer, box_s_,
+          phase_ == PairPhase::sync ? std::string("sync")
+                                    : fmt::format("{} {}", phase_name(phase_), d.what));
     }
     out.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
     return out;
@@ -233,12 +232,18 @@ void PairBuffers::retire_receives() {
 
 const char* phase_name(PairPhase p) {
   switch (p) {
-    case PairPhase::sync: return "sync";
-    case PairPhase::ab: return "a->b";
-    case PairPhase::ba: return "b->a";
-    case PairPhase::both: return "both";
-    case PairPhase::ping: return "ping";
-    case PairPhase::done: break;
+    case PairPhase::sync:
+      return "sync";
+    case PairPhase::ab:
+      return "a->b";
+    case PairPhase::ba:
+      return "b->a";
+    case PairPhase::both:
+      return "both";
+    case PairPhase::ping:
+      return "ping";
+    case PairPhase::done:
+      break;
   }
   return "";
 }

@@ -27,7 +27,7 @@ namespace xb {
 struct PairPlan {
   Bytes size = 64ULL << 20;
   int iters = 5, warmup = 1;
-  int pings = 200;  // timed ping-pongs (warm-up: a tenth)
+  int pings = 200;         // timed ping-pongs (warm-up: a tenth)
   double deadline_s = 60;  // --deadline: the most a pair's step may take
   bool check = true;
 };
@@ -48,9 +48,9 @@ struct PairRole {
 struct PairSide {
   std::vector<double> send_us, both_us, ping_us;
   bool checked = false, verified = true;
-  std::string error;                     // the step failed on this side: why
+  std::string error;                      // the step failed on this side: why
   PairPhase failed_in = PairPhase::done;  // where (done: it did not fail)
-  double elapsed_s = 0;                  // the side's time in the step
+  double elapsed_s = 0;                   // the side's time in the step
 };
 std::string side_to_wire(const PairSide& s);
 PairSide side_from_wire(const std::string& text);  // RuntimeError when malformed

@@ -64,7 +64,8 @@ std::vector<FleetStep> quick_schedule(const std::vector<int>& members, int match
   for (int k = 0; k < matchings; ++k) {
     std::vector<FleetPair> round;
     for (int attempt = 0; attempt < 20; ++attempt) {
-      const std::vector<int> order = pass_order(members, seed ^ 0x9e3779b97f4a7c15ULL, k * 20 + attempt);
+      const std::vector<int> order =
+          pass_order(members, seed ^ 0x9e3779b97f4a7c15ULL, k * 20 + attempt);
       round.clear();
       bool repeats = false;
       for (std::size_t i = 0; i + 1 < order.size(); i += 2) {
@@ -91,7 +92,8 @@ std::vector<FleetStep> fleet_schedule(const std::vector<int>& members, int passe
     for (int r = 0; r < static_cast<int>(rounds.size()); ++r) {
       std::vector<FleetPair> pairs;
       for (const auto& q : rounds[static_cast<std::size_t>(r)])
-        pairs.push_back({order[static_cast<std::size_t>(q.a)], order[static_cast<std::size_t>(q.b)]});
+        pairs.push_back(
+            {order[static_cast<std::size_t>(q.a)], order[static_cast<std::size_t>(q.b)]});
       add_round(steps, p, r, pairs, concurrency);
     }
   }

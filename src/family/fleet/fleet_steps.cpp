@@ -72,9 +72,8 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
         return r;
       }
       if (static_cast<int>(us.size()) < planned)
-        r.set(fleet_field::boxed,
-              fmt::format("{} of {}: the pair's time box of {:.3g} s ran out", us.size(), planned,
-                          box_s));
+        r.set(fleet_field::boxed, fmt::format("{} of {}: the pair's time box of {:.3g} s ran out",
+                                              us.size(), planned, box_s));
       r.set_samples(us);
       if (checked) r.verified = verified;
       if (checked && !verified) {
@@ -91,11 +90,13 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
       both.push_back(std::max(a.both_us[i], b.both_us[i]));
     Record bd = make(PairPhase::both, "bidir", ra, rb, 2 * size, both, iters,
                      a.verified && b.verified, a.checked && b.checked);
-    Record pp = make(PairPhase::ping, "pingpong", ra, rb, 8, a.ping_us, cfg.pair.pings, true, false);
+    Record pp =
+        make(PairPhase::ping, "pingpong", ra, rb, 8, a.ping_us, cfg.pair.pings, true, false);
     // A direction that failed (its transfers, not a mismatch) is a figure of 0.
     const auto figure = [&](const Record& r, PairPhase phase) {
       return r.status == Status::ok ? r.gbps_median
-             : fate.failed_in == phase || (phase == PairPhase::ab && fate.failed_in == PairPhase::sync)
+             : fate.failed_in == phase ||
+                     (phase == PairPhase::ab && fate.failed_in == PairPhase::sync)
                  ? 0.0
                  : kNotMeasured;
     };
@@ -151,8 +152,8 @@ std::vector<PairFigures> PairSteps::run(const std::vector<FleetStep>& steps, boo
                 confirm ? std::string("confirming suspects")
                         : fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1));
     const double box = box_.next();
-    const auto sides = run_step(rt_, steps[s], members_, cfg_, buf_, throttle_,
-                                16 * (tags_++ % tag_slots_), box);
+    const auto sides =
+        run_step(rt_, steps[s], members_, cfg_, buf_, throttle_, 16 * (tags_++ % tag_slots_), box);
     // Every rank alike, from the same gathered sides: the next step's box.
     for (const auto& p : steps[s].pairs) {
       const PairSide& a = sides[static_cast<std::size_t>(members_[static_cast<std::size_t>(p.a)])];
@@ -191,8 +192,8 @@ std::vector<PairFigures> PairSteps::again(const std::vector<FleetPair>& suspects
   for (FleetPair p; in >> p.a >> p.b;) {
     ++confirmed_;
     std::size_t s = 0;
-    while (s < steps.size() && (steps[s].pairs.size() >= kConfirmBatch || busy[s].count(p.a) ||
-                                busy[s].count(p.b)))
+    while (s < steps.size() &&
+           (steps[s].pairs.size() >= kConfirmBatch || busy[s].count(p.a) || busy[s].count(p.b)))
       ++s;
     if (s == steps.size()) {
       steps.push_back({-1, static_cast<int>(s), 0, {}});

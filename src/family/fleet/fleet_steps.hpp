@@ -25,10 +25,10 @@ inline constexpr FieldKey<std::string> dst_host{"dst_host"};
 inline constexpr FieldKey<std::int64_t> pass{"pass"};
 inline constexpr FieldKey<std::int64_t> round{"round"};
 inline constexpr FieldKey<std::int64_t> concurrency{"concurrency"};  // pairs at once; 0: all
-inline constexpr FieldKey<bool> confirm{"confirm"};  // a confirmation re-measurement
-inline constexpr FieldKey<double> box_s{"box_s"};    // the pair's time box
+inline constexpr FieldKey<bool> confirm{"confirm"};     // a confirmation re-measurement
+inline constexpr FieldKey<double> box_s{"box_s"};       // the pair's time box
 inline constexpr FieldKey<std::string> boxed{"boxed"};  // fewer transfers than asked: why
-inline constexpr FieldKey<bool> reached{"reached"};  // false: the pair failed before this part
+inline constexpr FieldKey<bool> reached{"reached"};     // false: the pair failed before this part
 }  // namespace fleet_field
 
 struct FleetConfig {
@@ -92,6 +92,5 @@ class PairSteps {
   PairFilter filter_{cfg_.thresholds.grade.fail_below};
   std::size_t held_back_ = 0;
 };
-
 
 }  // namespace xb
