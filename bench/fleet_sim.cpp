@@ -174,6 +174,7 @@ void trial(int n, bool quick, Model& model, std::uint64_t seed, Score& s) {
     const auto again = confirm_all(j, m, names, t, [&](const std::vector<FleetPair>& pairs) {
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<PairFigures> out;
+      out.reserve(pairs.size());
       for (const auto& p : pairs) out.push_back(model.measure(p.a, p.b));
       s.remeasured += static_cast<long>(pairs.size());
       measuring_ms +=
@@ -229,7 +230,9 @@ std::string human_bytes(double b) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"fleet's judge on simulated fleets: precision, recall, time, output size"};
   std::string hosts = "64,256,1024";
   int trials = 100;
@@ -286,4 +289,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "fleet_sim: {}\n", e.what());
+    return 2;
+  }
 }

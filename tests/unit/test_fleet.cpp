@@ -463,7 +463,7 @@ TEST(FleetJudge, APairFailingInSomePassesIsAFailWithTheCount) {
   for (std::uint32_t pass = 0; pass < 3; ++pass) {
     s.seed = pass + 1;
     s.noise = 0.05;
-    for (auto f : s.figures())
+    for (const auto& f : s.figures())
       figs.push_back(pass == 1 && f.a == 0 && f.b == 3 ? failed_pair(0, 3) : f);
   }
   const FleetMatrix m = fleet_matrix(5, figs);

@@ -383,11 +383,13 @@ int FleetFamily::run(const Invocation& inv) {
     for (const auto& f : j.findings) done(verdict_record(f));
     const auto hosts_text = [&](const std::vector<int>& v) {
       std::vector<std::string> out;
+      out.reserve(v.size());
       for (int h : v) out.push_back(member_names[static_cast<std::size_t>(h)]);
       return fmt::format("{}", fmt::join(out, ","));
     };
     const auto links_text = [&](const std::vector<FleetPair>& v) {
       std::vector<std::string> out;
+      out.reserve(v.size());
       for (const auto& l : v)
         out.push_back(member_names[static_cast<std::size_t>(l.a)] + "<->" +
                       member_names[static_cast<std::size_t>(l.b)]);
