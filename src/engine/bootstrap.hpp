@@ -92,6 +92,12 @@ class ServerLink {
   // else the first wrong offset.
   std::int64_t verify(std::uint64_t offset, std::uint64_t length, std::uint64_t seed);
   void bye();
+  // Whether the server is still there: its control connection closes when
+  // its process ends (killed too), while a region reached through shared
+  // memory stays readable after its owner died, so transfers alone cannot
+  // tell. A poll() that never waits (about a microsecond), safe from any
+  // thread. Empty while connected, else why it is gone.
+  std::string gone() const;
 
  private:
   int fd_ = -1;

@@ -77,6 +77,14 @@ std::int64_t ServerLink::verify(std::uint64_t offset, std::uint64_t length, std:
   }
 }
 
+std::string ServerLink::gone() const {
+  pollfd p{fd_, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0)
+    return {};
+  return "the server is gone: its control connection closed (the server process exited or was "
+         "killed)";
+}
+
 void ServerLink::bye() {
   try {
     send_frame(fd_, {MsgType::bye, ""}, io_timeout_s_);

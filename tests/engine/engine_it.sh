@@ -297,6 +297,49 @@ PY
   wait $srv0 || fail "server 0 exit code"
   wait $srv1 || fail "server 1 exit code"
   ;;
+fanout_shm)
+  # The same with the default transports on one host: UCX reads the servers' regions
+  # through shared memory, which stays readable after a server is killed. The killed
+  # server's part must still fail, with the reason, within a few seconds of the kill
+  # (its control connection closed), the others finish verified, exit 1.
+  export XFERBENCH_TOKEN=0123456789abcdef0123456789abcdef
+  for i in 0 1 2; do
+    "$xb" engine serve --listen 127.0.0.1:$((port + i)) --size 64M 2>"$tmp/s$i.log" &
+    eval "srv$i=$!"
+  done
+  for i in 0 1 2; do
+    for _ in $(seq 100); do grep -q listening "$tmp/s$i.log" && break; sleep 0.1; done
+  done
+  timeout 150 "$xb" engine client \
+    --connect 127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2)) \
+    -t 48M -k 1M --loops 4000 --format json -o "$tmp/fan.json" -q 2>"$tmp/fan.log" &
+  c=$!
+  for _ in $(seq 300); do grep -q accepted "$tmp/s2.log" && break; sleep 0.05; done
+  sleep 1; kill -9 $srv2; killed=$(date +%s%N)
+  for _ in $(seq 100); do grep -q "failed" "$tmp/fan.log" && break; sleep 0.05; done
+  noticed=$(date +%s%N)
+  grep -q "127.0.0.1:$((port + 2)) failed: the server is gone" "$tmp/fan.log" ||
+    fail "the killed server was not named within 5 s: $(cat "$tmp/fan.log")"
+  took=$(( (noticed - killed) / 1000000 ))
+  [ $took -lt 3000 ] || fail "the killed server was named $took ms after the kill"
+  wait $c; rc=$?
+  [ $rc -eq 1 ] || fail "fan-out with a killed server: exit $rc, expected 1"
+  /usr/bin/python3 - "$tmp/fan.json" $port <<'PY' || fail "fan-out records"
+import json, sys
+rs = json.load(open(sys.argv[1]))['results']
+port = int(sys.argv[2])
+a, b, c = (f'127.0.0.1:{port + i}' for i in range(3))
+by = lambda s: [r for r in rs if r['server'] == s]
+for s in (a, b):
+    assert len(by(s)) == 1 and all(r['status'] == 'ok' and r['verified'] for r in by(s)), by(s)
+assert len(by(c)) == 1 and by(c)[0]['status'] == 'failed', by(c)
+assert 'the server is gone' in by(c)[0]['reason'], by(c)
+assert by('all')[0]['status'] == 'failed', by('all')
+PY
+  wait $srv0 || fail "server 0 exit code"
+  wait $srv1 || fail "server 1 exit code"
+  echo "PASS fanout_shm: the killed server named $took ms after the kill"
+  ;;
 fanout_hostile)
   # Fan-out where one "server" answers the hello with garbage, and one where it accepts
   # and never answers: one line naming it, no hang, the real server not left waiting.

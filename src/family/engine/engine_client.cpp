@@ -26,15 +26,42 @@ namespace {
 
 using engine::Op;
 
+// Whether the server is still there, asked of its control connection
+// between loops (outside the timed span) and, inside a long loop, after
+// every kEvery requests or kEveryBytes moved: a poll() of about a
+// microsecond, too rare to show in a figure. A server on this host is read
+// through shared memory that stays readable after its process died, so
+// without this a dead server's part would time the reads of a corpse.
+class AliveCheck {
+ public:
+  explicit AliveCheck(const engine::ServerLink& link) : link_(link) {}
+  void now() {
+    requests_ = bytes_ = 0;
+    if (std::string why = link_.gone(); !why.empty()) throw RuntimeError(why);
+  }
+  void moved(Bytes requests, Bytes bytes) {
+    requests_ += requests;
+    bytes_ += bytes;
+    if (requests_ >= kEvery || bytes_ >= kEveryBytes) now();
+  }
+
+ private:
+  static constexpr Bytes kEvery = 4096;
+  static constexpr Bytes kEveryBytes = 256ULL << 20;
+  const engine::ServerLink& link_;
+  Bytes requests_ = 0, bytes_ = 0;
+};
+
 // One loop: the whole -t moved in blocks of `bs`.
 void one_loop(EngineLocal& local, Op op, Bytes total, Bytes bs, const EngineClientConfig& cfg,
-              EngineTiming* t) {
+              EngineTiming* t, AliveCheck& alive) {
   const Bytes n = total / bs;
   if (!cfg.async) {
     for (Bytes i = 0; i < n; ++i) {
       const auto t0 = Clock::now();
       local.transfer(op, {i * bs, bs});
       if (t) t->req_us.push_back(elapsed_us(t0, Clock::now()));
+      alive.moved(1, bs);
     }
     return;
   }
@@ -53,6 +80,7 @@ void one_loop(EngineLocal& local, Op op, Bytes total, Bytes bs, const EngineClie
       t->wait_us += elapsed_us(t1, t2);
       t->req_us.push_back(elapsed_us(t0, t2));
     }
+    alive.moved(batch.size(), batch.size() * bs);
   }
 }
 
@@ -86,6 +114,7 @@ struct PartRun {
   std::size_t server = 0;  // index into the run's servers
   int lane_id = -1;        // -1: the server's only lane
   std::string nic;
+  std::string name;  // part_name(): where it is, for reasons
   std::unique_ptr<engine::Worker> worker;
   std::unique_ptr<EngineLocal> local;
   double register_ms = 0;
@@ -114,21 +143,25 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
       if (cfg.before_loop) cfg.before_loop();
       if (gate) gate->arrive_and_wait();
     };
+    AliveCheck alive(link);
     prepare_local(op, *pr.local);
     for (int w = 0; w < cfg.warmup; ++w) {
       sync();
-      one_loop(*pr.local, op, pr.part.length, bs, cfg, nullptr);
+      alive.now();
+      one_loop(*pr.local, op, pr.part.length, bs, cfg, nullptr, alive);
     }
     for (int l = 0; l < cfg.loops; ++l) {
       sync();
+      alive.now();
       const auto t0 = Clock::now();
-      one_loop(*pr.local, op, pr.part.length, bs, cfg, &pr.t);
+      one_loop(*pr.local, op, pr.part.length, bs, cfg, &pr.t, alive);
       const auto t1 = Clock::now();
       pr.t.loop_us.push_back(elapsed_us(t0, t1));
       pr.t.starts.push_back(t0);
       pr.t.ends.push_back(t1);
     }
     gated = false;  // every gate passed: the others no longer wait for this part
+    alive.now();    // the last loop's reads came from a live server
     const std::lock_guard lock(link_mutex);  // the parts of one server share its link
     pr.bad = check(link, *pr.local, pr.part, op, cfg);
   } catch (const Interrupted&) {
@@ -137,6 +170,8 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
   } catch (const std::exception& e) {
     if (gated) gate->arrive_and_drop();
     pr.error = e.what();
+    // said at once (a lost server while the others run on), the record at the step's end
+    std::fprintf(stderr, "engine: %s failed: %s\n", pr.name.c_str(), pr.error.c_str());
     // fan-in's gate is collective: the other ranks still start their loops
     if (cfg.before_loop)
       for (; synced < syncs; ++synced) cfg.before_loop();
@@ -279,27 +314,22 @@ void run_step(std::vector<PartRun>& parts, const std::vector<EngineServer>& serv
 }
 
 // A part's record of this step; a part that failed now is lost from here on
-// (a line on stderr says so).
-Record part_record(PartRun& pr, const std::vector<EngineServer>& servers, Op op, Bytes bs,
-                   const EngineClientConfig& cfg) {
-  Record r = !pr.lost.empty() ? engine_failed_record(op, cfg, pr.part.lane, pr.part.length, bs,
-                                                     fmt::format("{} lost earlier: {}",
-                                                                 part_name(pr, servers), pr.lost))
+// (part_step said so on stderr).
+Record part_record(PartRun& pr, Op op, Bytes bs, const EngineClientConfig& cfg) {
+  Record r = !pr.lost.empty()
+                 ? engine_failed_record(op, cfg, pr.part.lane, pr.part.length, bs,
+                                        fmt::format("{} lost earlier: {}", pr.name, pr.lost))
              : !pr.error.empty()
                  ? engine_failed_record(op, cfg, pr.part.lane, pr.part.length, bs,
-                                        fmt::format("{}: {}", part_name(pr, servers), pr.error))
+                                        fmt::format("{}: {}", pr.name, pr.error))
                  : engine_part_record(op, cfg, pr.part.lane, pr.part.length, bs, pr.t, pr.bad);
-  if (!pr.error.empty() && pr.lost.empty()) {
-    pr.lost = pr.error;
-    std::fprintf(stderr, "engine: %s failed: %s\n", part_name(pr, servers).c_str(),
-                 pr.error.c_str());
-  }
+  if (!pr.error.empty() && pr.lost.empty()) pr.lost = pr.error;
   return r;
 }
 
 // A sum's view of a part: its bytes and loops, or its name where it broke.
-EngineSumPart sum_part(const PartRun& pr, const std::vector<EngineServer>& servers) {
-  return {pr.part.length, &pr.t, pr.broken() ? part_name(pr, servers) : std::string()};
+EngineSumPart sum_part(const PartRun& pr) {
+  return {pr.part.length, &pr.t, pr.broken() ? pr.name : std::string()};
 }
 
 // The records of one step: each part, each server's sum of lanes (with
@@ -326,8 +356,8 @@ void step_records(std::vector<PartRun>& parts, const std::vector<EngineServer>& 
     std::vector<EngineSumPart> mine;
     for (PartRun& pr : parts) {
       if (pr.server != s) continue;
-      Record r = part_record(pr, servers, op, bs, cfg);
-      mine.push_back(sum_part(pr, servers));
+      Record r = part_record(pr, op, bs, cfg);
+      mine.push_back(sum_part(pr));
       emit(std::move(r), servers[s].name, pr.lane_id, pr.nic, pr.t.loop_us);
     }
     if (cfg.lanes > 1) {
@@ -338,7 +368,7 @@ void step_records(std::vector<PartRun>& parts, const std::vector<EngineServer>& 
   if (servers.size() > 1) {
     std::vector<EngineSumPart> all;
     all.reserve(parts.size());
-    for (const PartRun& pr : parts) all.push_back(sum_part(pr, servers));
+    for (const PartRun& pr : parts) all.push_back(sum_part(pr));
     Record sum = engine_sum_record(op, cfg, lanes[0], bs, all, span);
     emit(std::move(sum), "all", -1, "", span);
   }
@@ -391,6 +421,7 @@ EngineRun run_engine_client(const std::vector<EngineServer>& servers, const Engi
   const std::vector<EngineLane> lanes =
       server_lanes(servers, cfg, part_len * static_cast<Bytes>(cfg.lanes), backend);
   std::vector<PartRun> parts = plan_parts(servers.size(), lanes, cfg, part_len);
+  for (PartRun& pr : parts) pr.name = part_name(pr, servers);
   const double register_ms = register_parts(parts, servers, backend, cfg);
   std::vector<std::mutex> link_mutex(servers.size());
   EngineRun run;
