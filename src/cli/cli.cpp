@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <xferbench/version.hpp>
 
 #include "backend/cuda_module.hpp"
@@ -52,6 +55,53 @@ void add_fields_flag(CLI::App& sub, const Family& f) {
       ->trigger_on_parse();
   for (CLI::App* nested : sub.get_subcommands([](CLI::App*) { return true; }))
     add_fields_flag(*nested, f);
+}
+
+// Values no option takes, whatever its own check: an empty one (`-s ""`
+// would otherwise mean "not given") and a number that is not finite (NaN
+// passes every range check: `--atol nan` made verification unable to
+// fail). One line naming the option.
+void check_values(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->count() == 0 || o->get_type_size() == 0) continue;  // flags take no value
+    for (const std::string& v : o->results()) {
+      const std::string name = !o->get_lnames().empty()   ? "--" + o->get_lnames()[0]
+                               : !o->get_snames().empty() ? "-" + o->get_snames()[0]
+                                                          : o->get_name();
+      if (v.empty()) throw UsageError(fmt::format("{}: an empty value (see --help)", name));
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() + v.size() && !std::isfinite(d))
+        throw UsageError(fmt::format("{}: '{}' is not a finite number", name, v));
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands()) check_values(*sub);
+}
+
+// Where CLI11 says only "A subcommand is required": the word that is not
+// one, and the commands there are ("xferbench engine: unknown command
+// 'foo' (serve, client, fanin, selftest)"). Empty when no word was given.
+std::string not_a_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string path = "xferbench";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    const auto subs = at->get_subcommands([](CLI::App*) { return true; });
+    const auto sub = std::find_if(subs.begin(), subs.end(),
+                                  [&](const CLI::App* s) { return s->get_name() == word; });
+    if (sub != subs.end()) {
+      at = *sub;
+      path += " " + word;
+      continue;
+    }
+    if (at->get_require_subcommand_min() == 0) return {};
+    std::string names;
+    for (const CLI::App* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
+    return fmt::format("{}: {} '{}' ({})", path,
+                       word[0] == '-' ? "a command comes first, not" : "unknown command", word,
+                       names);
+  }
+  return {};
 }
 
 }  // namespace
@@ -103,9 +153,12 @@ int run(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
+    if (msg.find("ubcommand is required") != std::string::npos)
+      if (std::string word = not_a_command(app, argc, argv); !word.empty()) msg = word;
     if (msg.empty()) msg = "invalid command line";
     throw UsageError(msg + " (see xferbench --help)");
   }
+  check_values(app);
   for (auto& c : cmds)
     if (c.app->parsed()) return c.run();
   throw UsageError("no command given (see xferbench --help)");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -30,7 +31,7 @@ std::vector<T> parse_list(const std::string& list, const All& all, Name name, co
       bool found = false;
       for (T t : all)
         if (item == name(t)) {
-          out.push_back(t);
+          if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
           found = true;
         }
       if (!found) {

@@ -1,5 +1,6 @@
 #include "core/tcp.hpp"
 
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <unistd.h>
@@ -17,6 +18,15 @@ int tcp_listen(const sockaddr* addr, socklen_t len, int backlog, std::string& wh
   why = std::strerror(errno);
   if (fd >= 0) ::close(fd);
   return -1;
+}
+
+bool tcp_resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const bool ok = getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0 && res;
+  if (res) freeaddrinfo(res);
+  return ok;
 }
 
 int tcp_bound_port(int fd) {

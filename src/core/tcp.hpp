@@ -10,6 +10,8 @@ namespace xb {
 // A listening socket on `addr` (port 0: any free one, tcp_bound_port says
 // which), close-on-exec, SO_REUSEADDR; -1 with the system's reason in `why`.
 int tcp_listen(const sockaddr* addr, socklen_t len, int backlog, std::string& why);
+// Whether `host` (a name or an address) resolves here.
+bool tcp_resolves(const std::string& host);
 // The port a socket is bound to (IPv4 or IPv6).
 int tcp_bound_port(int fd);
 // One connect to `addr` within `ms`: the socket (non-blocking,

@@ -18,6 +18,9 @@ inline constexpr std::uint64_t kServerSeed = 0x5E4E4ULL;
 inline constexpr std::uint64_t kClientSeed = 0xC11E47ULL;
 
 // Token from --token-file (if it exists) or XFERBENCH_TOKEN; "" if neither.
+// A file that exists must hold one: UsageError for an empty one or one that
+// is not a line of at most kMaxToken printable characters.
+inline constexpr std::size_t kMaxToken = 4096;
 std::string load_token(const std::string& file);
 std::string make_token();  // 32 random hex digits
 // Writes the token readable by the owner only.
@@ -79,10 +82,13 @@ class ServerLink {
   // Connects (retrying until connect_timeout_s), says hello with the token
   // and gets its slot's descriptor. Throws UsageError when unreachable or
   // refused, with the server's reason.
-  // `kind`: the region memory this client needs ("host" or "device"); a
-  // server with the other kind refuses it with the reason.
+  // `kind`: the region memory this client needs ("host" or "device"), and
+  // `need` the bytes of its slot it will use (0: unsaid); a server with the
+  // other kind, or a smaller slot, refuses it with the reason. The hello's
+  // answer, too, comes within connect_timeout_s.
   ServerLink(const std::string& host, int port, const std::string& token, const std::string& digest,
-             const std::string& kind, double connect_timeout_s, double io_timeout_s);
+             const std::string& kind, std::uint64_t need, double connect_timeout_s,
+             double io_timeout_s);
   ~ServerLink();
   ServerLink(const ServerLink&) = delete;
   ServerLink& operator=(const ServerLink&) = delete;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -18,8 +19,8 @@
 namespace xb::engine {
 
 ServerLink::ServerLink(const std::string& host, int port, const std::string& token,
-                       const std::string& digest, const std::string& kind, double connect_timeout_s,
-                       double io_timeout_s)
+                       const std::string& digest, const std::string& kind, std::uint64_t need,
+                       double connect_timeout_s, double io_timeout_s)
     : io_timeout_s_(io_timeout_s) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -41,8 +42,11 @@ ServerLink::ServerLink(const std::string& host, int port, const std::string& tok
         fmt::format("cannot reach the engine server at {}:{} within --connect-timeout {} s ({})",
                     host, port, connect_timeout_s, why));
   try {
-    send_frame(fd_, {MsgType::hello, encode_hello({token, digest, kind})}, io_timeout_s_);
-    const Frame f = recv_frame(fd_, io_timeout_s_);
+    // the hello's answer within what is left of the connect timeout (a second at least)
+    const double left =
+        std::max(1.0, std::chrono::duration<double>(deadline - Clock::now()).count());
+    send_frame(fd_, {MsgType::hello, encode_hello({token, digest, kind, need})}, left);
+    const Frame f = recv_frame(fd_, left);
     if (f.type == MsgType::reject)
       throw UsageError(fmt::format("the engine server refused this client: {}", f.payload));
     if (f.type != MsgType::accept) throw ProtocolError("unexpected answer to hello");

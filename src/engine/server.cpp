@@ -264,6 +264,12 @@ class Server {
     for (std::size_t k = 0; k < busy_.size() && slot < 0; ++k)
       if (!busy_[k]) slot = static_cast<int>(k);
     if (slot < 0) return refuse(i, fmt::format("server full: all {} slots in use", cfg_.clients));
+    if (h.need > slot_len_)
+      return refuse(i,
+                    fmt::format("the client needs {} of its slot, a slot is {} (a region of "
+                                "{} for {} client{})",
+                                format_size(h.need), format_size(slot_len_), format_size(cfg_.size),
+                                cfg_.clients, cfg_.clients == 1 ? "" : "s"));
     busy_[static_cast<std::size_t>(slot)] = true;
     sessions_[i].slot = slot;
     ++accepted_;
@@ -334,6 +340,11 @@ bool on_this_node(const std::string& node) { return node.substr(0, node.find('/'
 ServerSummary serve(const ServerConfig& cfg) {
   if (cfg.clients < 1) throw UsageError("--clients must be at least 1");
   if (cfg.token.empty()) throw UsageError("the server needs a token");
+  // UCX's own allocation of a region larger than RAM falls back to POSIX
+  // shared memory and fills /dev/shm (RAM) until the node starves.
+  if (const Bytes avail = available_memory(); !cfg.memory && avail && cfg.size > avail)
+    throw UsageError(fmt::format("the region ({}) is larger than this host's available memory ({})",
+                                 format_capacity(cfg.size), format_capacity(avail)));
   Server s(cfg);
   return s.run();
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -16,12 +17,27 @@ namespace xb::engine {
 
 std::string load_token(const std::string& file) {
   if (!file.empty()) {
-    std::ifstream in(file);
+    std::ifstream in(file, std::ios::binary);
     if (in) {
-      std::string t;
-      std::getline(in, t);
-      while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
-      if (!t.empty()) return t;
+      // A token is one line of printable characters, at most what a hello
+      // carries: anything else is the wrong file, not a token to share.
+      std::string t(kMaxToken + 2, '\0');
+      in.read(t.data(), static_cast<std::streamsize>(t.size()));
+      t.resize(static_cast<std::size_t>(in.gcount()));
+      while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+      const bool printable =
+          std::all_of(t.begin(), t.end(), [](char c) { return c > ' ' && c < 127; });
+      if (t.empty())
+        throw UsageError(
+            fmt::format("token file {} is empty: put the token in it, or remove it "
+                        "and the server writes a new one",
+                        file));
+      if (t.size() > kMaxToken || !printable)
+        throw UsageError(
+            fmt::format("token file {} does not hold a token (one line of at most {} "
+                        "printable characters)",
+                        file, kMaxToken));
+      return t;
     }
   }
   const char* env = std::getenv("XFERBENCH_TOKEN");

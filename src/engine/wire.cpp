@@ -203,12 +203,13 @@ Hello decode_hello(const std::string& payload) {
   h.token = r.str(4096);
   h.digest = r.str(4096);
   h.kind = r.str(64);
+  if (!r.at_end()) h.need = r.u64();
   r.done();
   return h;
 }
 
 std::string encode_hello(const Hello& h) {
-  return Writer().str(h.token).str(h.digest).str(h.kind).take();
+  return Writer().str(h.token).str(h.digest).str(h.kind).u64(h.need).take();
 }
 
 VerifyRequest decode_verify(const std::string& payload, std::uint64_t slot_len) {

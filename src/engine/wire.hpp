@@ -48,6 +48,7 @@ class Writer {
 class Reader {
  public:
   explicit Reader(const std::string& in) : in_(in) {}
+  bool at_end() const { return pos_ == in_.size(); }
   std::uint64_t u64();
   std::string str(std::size_t max_len = 1 << 20);
   void done() const;  // throws if bytes are left over
@@ -83,11 +84,14 @@ std::uint32_t payload_length(const std::string& header);
 Frame decode_frame(const std::string& header, std::string payload);
 
 // The payloads the server reads. hello: the token, a digest of the client's
-// run (for the log) and the region kind it needs ("host", "device"),
-// nothing after them. verify: a range of the client's slot (`slot_len`
+// run (for the log) and the region kind it needs ("host", "device"), then
+// (optional, 0 when absent: a client of an earlier build) the bytes of its
+// slot it will use, so that the server refuses a client its slot cannot
+// hold before counting it; nothing after them. verify: a range of the client's slot (`slot_len`
 // bytes) and the pattern seed to check it against. Throw ProtocolError.
 struct Hello {
   std::string token, digest, kind;
+  std::uint64_t need = 0;
 };
 Hello decode_hello(const std::string& payload);
 std::string encode_hello(const Hello& h);

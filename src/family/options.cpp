@@ -3,12 +3,36 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/sweep.hpp"
 #include "core/sysinfo.hpp"
 
 namespace xb {
+
+CLI::Option* number_in(CLI::Option* o, double lo, double hi, bool above, std::string want) {
+  if (want.empty())
+    want = hi == std::numeric_limits<double>::infinity()
+               ? fmt::format("a number {} {:g}", above ? ">" : ">=", lo)
+               : fmt::format("a number from {:g}{} to {:g}", lo, above ? " (excluded)" : "", hi);
+  return o->check(CLI::Validator(
+      [lo, hi, above, want](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+          return fmt::format("'{}' is not a finite number: give {}", text, want);
+        if (v < lo || v > hi || (above && v == lo))
+          return fmt::format("{} is out of range: give {}", text, want);
+        return {};
+      },
+      want));
+}
+
+CLI::Option* positive_seconds(CLI::Option* o) {
+  return number_in(o, 0, 3.2e7, true, "seconds > 0 (at most a year)");
+}
 
 void add_output_options(CLI::App& app, RunOptions& opts, bool prom, bool records) {
   app.add_option(
@@ -61,7 +85,8 @@ void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offe
   add_output_options(app, opts, offered.prom);
   app.add_option("--min-bw", opts.min_bw,
                  "exit 1 when a record's headline figure (GB/s; coll: busbw) is below this")
-      ->check(CLI::NonNegativeNumber);
+      ->type_name("GBPS");
+  number_in(app.get_option("--min-bw"), 0, std::numeric_limits<double>::infinity());
 }
 
 RunOptions host_only(RunOptions opts, const std::string& family) {
@@ -79,8 +104,9 @@ void add_size_options(CLI::App& app, SizeArgs& a, const std::string& default_min
       ->type_name("SIZE");
   app.add_option("-e,--maxbytes", a.max, "sweep end (default " + default_max + ")")
       ->type_name("SIZE");
-  app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")")
-      ->check(CLI::PositiveNumber);
+  number_in(
+      app.add_option("-f,--stepfactor", a.factor, "sweep factor (default " + default_factor + ")"),
+      0, std::numeric_limits<double>::infinity(), true);
   app.add_option("-i,--stepbytes", a.step, "sweep step instead of a factor")->type_name("SIZE");
 }
 

@@ -9,7 +9,8 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace xb {
 
@@ -43,6 +44,16 @@ struct OfferedOptions {
   bool prom = false;                      // --format prom (Family::prometheus)
   bool monitor = false;                   // --duration / --cycles
 };
+
+// A number option's check: a finite number in [lo, hi] (lo excluded when
+// `above`), else one line naming the option and what it takes ("--timeout:
+// 'nan' is not a number: give seconds > 0"). CLI11's own range checks let
+// NaN through and print DBL_MAX in full. Returns `o`.
+// `want` says what it takes in messages (default: "a number >= 0" etc).
+CLI::Option* number_in(CLI::Option* o, double lo, double hi, bool above = false,
+                       std::string want = {});
+// Seconds: a finite number > 0, at most a year.
+CLI::Option* positive_seconds(CLI::Option* o);
 
 // --backend, --format, -o, -q, --min-bw, and those `offered` names.
 void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offered = {});

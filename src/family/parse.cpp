@@ -47,10 +47,13 @@ std::vector<std::string> split_list(const std::string& s) {
 
 std::vector<std::string> option_list(const std::string& option, const std::string& text,
                                      const std::string& example) {
-  if (!text.empty() &&
-      (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos))
+  if (text.empty()) throw UsageError(fmt::format("{}: an empty value (give {})", option, example));
+  if (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos)
     throw UsageError(fmt::format("{} '{}': an empty item (give {})", option, text, example));
-  return split_list(text);
+  std::vector<std::string> out;
+  for (auto& item : split_list(text))
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(std::move(item));
+  return out;
 }
 
 ThreadCounts parse_thread_counts(const std::string& text, int max) {
@@ -88,7 +91,7 @@ std::vector<int> parse_int_list(const std::string& option, const std::string& te
           fmt::format("{} '{}': '{}' is not {} (give {})", option, text, item, what, example));
     if (v > max)
       throw UsageError(fmt::format("{} {}: more than the {} allowed", option, item, max));
-    out.push_back(static_cast<int>(v));
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(static_cast<int>(v));
     if (comma == text.size()) break;
     start = comma + 1;
   }

@@ -11,8 +11,10 @@
 namespace xb {
 
 std::vector<std::string> split_list(const std::string& s);
-// The items of an option's comma list; an empty item ("a,,b", a trailing
-// comma) is a UsageError naming the option and giving `example`.
+// The items of an option's comma list, each once (a repeat is dropped, as
+// -t and the collectives always did: nothing is measured twice); an empty
+// value or item ("a,,b", a trailing comma) is a UsageError naming the
+// option and giving `example`.
 std::vector<std::string> option_list(const std::string& option, const std::string& text,
                                      const std::string& example);
 // "4096,65536": sizes, counts, any integers.
@@ -23,7 +25,7 @@ std::string join_numbers(const std::vector<T>& values) {
   return s;
 }
 // `option` (e.g. "--blocks") given `text`, a comma list of counts in
-// 1..max. UsageError for an empty item, a non-number or a count out of
+// 1..max, each once. UsageError for an empty item, a non-number or a count out of
 // range; `example` shows a good value in the message.
 std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
                                   const std::string& example);

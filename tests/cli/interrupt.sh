@@ -129,7 +129,7 @@ case $scenario in
     # host): the watch ends the run after XFERBENCH_PEER_TIMEOUT, rank 0 marks the
     # file, and only then is the stopped rank killed.
     case $scenario in
-      kv_*) cmd=(kv --blocks 16,16,16,16,16,16,16,16,16,16 -n 40) kept='"case": "get"' ;;
+      kv_*) cmd=(kv --blocks 16,17,18,19,20,21,22,23,24,25 -n 40) kept='"case": "get"' ;;
       *) cmd=(fleet --backend host -s 4M --passes 50 --no-census --concurrency 1 --pings 20) kept='"case": "send"' ;;
     esac
     export XFERBENCH_PEER_TIMEOUT=2

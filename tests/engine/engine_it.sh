@@ -166,9 +166,39 @@ bad_input)
   expect_usage "-k 8 MiB is larger than -t 1 MiB" "$xb" engine client -t 1M -k 8M
   expect_usage "-t 3 MiB is not a multiple of the block size 2 MiB" "$xb" engine client -t 3M -k 2M
   expect_usage "--connect 'nowhere' must be HOST:PORT" env XFERBENCH_TOKEN=x "$xb" engine client --connect nowhere
+  # A token file that exists must hold a token: never overwritten, never taken whole.
+  : >"$tmp/empty.tok"
+  expect_usage "token file .*empty.tok is empty" "$xb" engine serve --size 1M --token-file "$tmp/empty.tok"
+  [ ! -s "$tmp/empty.tok" ] || fail "the empty token file was overwritten"
+  head -c 100000 /dev/urandom >"$tmp/binary.tok"
+  expect_usage "token file .*binary.tok does not hold a token" \
+    "$xb" engine serve --size 1M --token-file "$tmp/binary.tok"
+  # A region larger than memory is refused before UCX fills /dev/shm with it.
+  before=$(ls /dev/shm | grep -c ucx_shm_posix)
+  expect_usage "the region \(100.00 TiB\) is larger than this host's available memory" \
+    env XFERBENCH_TOKEN=x "$xb" engine serve --size 100T --accept-wait 1
+  [ "$(ls /dev/shm | grep -c ucx_shm_posix)" = "$before" ] || fail "a /dev/shm file was left"
+  # The hello's answer within --connect-timeout, not a fixed 10 s: a listener that accepts
+  # and says nothing.
+  /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4); c, _ = s.accept(); time.sleep(20)' $((port + 1)) &
+  sleep 0.5
+  start=$(date +%s)
+  XFERBENCH_TOKEN=x timeout 30 "$xb" engine client --connect 127.0.0.1:$((port + 1)) --connect-timeout 2 \
+    -t 1M >/dev/null 2>"$tmp/silent.log"
+  [ $? -ne 0 ] || fail "a silent listener: exit 0"
+  [ $(( $(date +%s) - start )) -le 5 ] || fail "a silent listener took $(( $(date +%s) - start )) s, not ~2"
+  # A client whose -t its slot cannot hold is refused by the server (the reason on both
+  # sides), does not count toward --clients, and the next client is served.
   serve --size 8M --clients 1
-  expect_usage "-t 16 MiB is larger than this client's slot on the server \(8 MiB\)" \
+  expect_usage "the engine server refused this client: the client needs 16 MiB of its slot, a slot is 8 MiB" \
     env XFERBENCH_TOKEN="$(cat "$tmp/tok")" "$xb" engine client --connect 127.0.0.1:$port -t 16M
+  client fits -t 8M --loops 1 || fail "a client that fits, after a refused one"
+  verified fits
+  wait $server || fail "server exit code"
+  grep -q "1 served, 0 failed, 1 rejected" "$tmp/server.log" || fail "server summary: $(tail -1 "$tmp/server.log")"
   ;;
 window)
   # --window N: N requests in flight (async batches of N), every record verified, with window

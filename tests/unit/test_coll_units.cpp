@@ -78,6 +78,9 @@ TEST(CollModel, Names) {
   EXPECT_EQ(parse_dtypes("float,bf16"), (std::vector<DType>{DType::float32, DType::bf16}));
   EXPECT_EQ(parse_dtypes("fp8e4m3,fp8e5m2"), (std::vector<DType>{DType::fp8e4m3, DType::fp8e5m2}));
   EXPECT_THROW(parse_dtypes("float16"), UsageError);
+  EXPECT_EQ(parse_dtypes("float,float,bf16,float"),
+            (std::vector<DType>{DType::float32, DType::bf16}));  // each once
+  EXPECT_EQ(parse_dtypes("all,float").size(), 10u);
   EXPECT_EQ(parse_redops("all").size(), 5u);
   EXPECT_THROW(parse_redops("xor"), UsageError);
 }

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "core/error.hpp"
 #include "engine/bootstrap.hpp"
 #include "engine/wire.hpp"
@@ -55,6 +58,47 @@ TEST(EngineWire, Frames) {
   EXPECT_THROW(payload_length(bad), ProtocolError);  // oversized
   EXPECT_THROW(payload_length(header.substr(0, 5)), ProtocolError);
   EXPECT_THROW(encode_frame({MsgType::hello, std::string(kMaxPayload + 1, 'x')}), ProtocolError);
+}
+
+// The hello carries the bytes of its slot the client needs; a hello of an
+// earlier build (without them) still decodes, as 0.
+TEST(EngineWire, HelloCarriesTheClientsNeed) {
+  const Hello h = decode_hello(encode_hello({"tok", "digest", "host", 3ULL << 30}));
+  EXPECT_EQ(h.token, "tok");
+  EXPECT_EQ(h.kind, "host");
+  EXPECT_EQ(h.need, 3ULL << 30);
+  const Hello old = decode_hello(Writer().str("tok").str("d").str("device").take());
+  EXPECT_EQ(old.kind, "device");
+  EXPECT_EQ(old.need, 0u);
+  EXPECT_THROW(decode_hello(encode_hello({"t", "d", "host", 1}) + "x"), ProtocolError);
+}
+
+// A token file that exists must hold a token: an empty one is not
+// overwritten, a binary or oversized one is not taken as the token.
+TEST(EngineToken, AFileThatExistsMustHoldAToken) {
+  char dir[] = "/tmp/xb_token_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string base = dir;
+  const auto put = [](const std::string& path, const std::string& bytes) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  };
+  put(base + "/good", "0123abcd\n");
+  EXPECT_EQ(load_token(base + "/good"), "0123abcd");
+  put(base + "/empty", "");
+  EXPECT_THROW(load_token(base + "/empty"), UsageError);
+  put(base + "/blank", " \n");
+  EXPECT_THROW(load_token(base + "/blank"), UsageError);
+  put(base + "/binary", std::string("ab\0\xff", 4));
+  EXPECT_THROW(load_token(base + "/binary"), UsageError);
+  put(base + "/big", std::string(kMaxToken + 1, 'a'));
+  EXPECT_THROW(load_token(base + "/big"), UsageError);
+  put(base + "/max", std::string(kMaxToken, 'a'));
+  EXPECT_EQ(load_token(base + "/max").size(), kMaxToken);
+  for (const char* f : {"good", "empty", "blank", "binary", "big", "max"})
+    std::remove((base + "/" + f).c_str());
+  rmdir(dir);
 }
 
 TEST(EngineWire, Endpoints) {

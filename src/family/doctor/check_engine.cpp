@@ -116,7 +116,7 @@ class Engine final : public Check {
       std::vector<EngineServer> targets;
       for (const auto& [h, port] : t.servers) {
         links.push_back(std::make_unique<engine::ServerLink>(h, port, t.token, engine_digest(cfg),
-                                                             "host", 10, 10));
+                                                             "host", per_part * cfg.lanes, 10, 10));
         targets.push_back({links.back().get(), fmt::format("{}:{}", h, port)});
       }
       EngineRun run = run_engine_client(targets, cfg, 0, *host);

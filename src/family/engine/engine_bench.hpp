@@ -186,6 +186,14 @@ void check_engine_nic(const std::string& nic);
 // same server twice is a UsageError.
 std::vector<std::pair<std::string, int>> parse_engine_servers(const std::string& text);
 
+// Throws UsageError when `need` bytes of host memory (what: "-t 100 GiB
+// ...") exceed what this host has available (MemAvailable); on the host
+// backend, device memory is host memory too.
+void check_engine_memory(Bytes need, const std::string& what);
+// The host memory a client's own buffers take: -t, unless they are device
+// memory of a backend other than host.
+Bytes engine_client_host_bytes(const EngineClientConfig& cfg, const Backend& b);
+
 // Throws UsageError unless `device` is one of b's devices (`option` names it).
 void check_engine_device(const Backend& b, int device, const char* option);
 // A server region of `size` bytes in device memory of `device`, set up in

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/sysinfo.hpp"
+#include "core/tcp.hpp"
 #include "core/timer.hpp"
 #include "family/agree.hpp"
 #include "family/cycles.hpp"
@@ -108,7 +109,7 @@ void apply_lanes(const ClientArgs& a, EngineClientConfig& c) {
 EngineClientConfig to_config(const ClientArgs& a) {
   EngineClientConfig c;
   c.ops.clear();
-  for (const auto& op : split_list(a.ops)) {
+  for (const auto& op : option_list("--op", a.ops, "read, write or read,write")) {
     if (op == "read")
       c.ops.push_back(engine::Op::read);
     else if (op == "write")
@@ -186,7 +187,8 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
                    "among them; a record per server and the total)")
         ->default_str("127.0.0.1:20000");
     app.add_option("--token-file", a.token_file, "shared token (or XFERBENCH_TOKEN)");
-    app.add_option("--connect-timeout", a.connect_timeout, "seconds to reach the server")
+    positive_seconds(app.add_option("--connect-timeout", a.connect_timeout,
+                                    "seconds to reach the server and have its answer"))
         ->default_str("10");
   }
   app.add_option("--op", a.ops, "read, write, or read,write")->default_str("read");
@@ -223,7 +225,8 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
   app.add_option("-k,--block-size", a.block, "bytes per request")
       ->type_name("SIZE")
       ->default_str("64K");
-  app.add_option("--block-steps", a.steps, "block sizes block*2^i, i < steps")->default_str("1");
+  app.add_option("--block-steps", a.steps, "block sizes block*2^i, i < steps")
+      ->default_str(std::to_string(a.steps));
   app.add_flag("--async", a.async, "post requests in batches, then wait");
   app.add_option("--batch", a.batch, "requests per async batch")->default_str("16");
   app.add_option_function<std::string>(
@@ -231,7 +234,8 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
          "message rate: N requests in flight (async, batches of N: the engine's pipeline depth); "
          "records add window and msg_rate (requests per second)")
       ->type_name("N");
-  app.add_option("--timeout", a.timeout, "seconds one request may take")->default_str("30");
+  positive_seconds(app.add_option("--timeout", a.timeout, "seconds one request may take"))
+      ->default_str("30");
   add_huge_pages_option(app, a.huge);
   app.add_option("--err-mode", a.err_mode,
                  "auto (default: peer wherever shared memory cannot be used), none, or peer: UCX "
@@ -274,7 +278,9 @@ int run_client(const Family& f, const ClientArgs& a) {
   if (a.lanes.empty() && endpoints.size() > 1 && cfg.nics.size() == endpoints.size() &&
       cfg.devices.size() <= 1)
     cfg.lanes = 1;
-  engine_part_length(cfg, endpoints.size());  // --lanes x servers against -t, before connecting
+  // --lanes x servers against -t, before connecting; each server's slot must hold its lanes
+  const Bytes per_server =
+      engine_part_length(cfg, endpoints.size()) * static_cast<Bytes>(cfg.lanes);
   if (a.err_mode == "auto") {
     cfg.peer_errors = false;
     for (const auto& ep : endpoints)
@@ -285,6 +291,8 @@ int run_client(const Family& f, const ClientArgs& a) {
   const RunOptions& opts = a.run;
   auto backend = engine_backend(opts.backend);
   if (client_on_device(cfg.mode)) check_devices(*backend, cfg);
+  check_engine_memory(engine_client_host_bytes(cfg, *backend),
+                      fmt::format("-t {}", format_size(cfg.total)));
   auto out = begin_engine(f, opts, *backend, params_of(a, cfg));
   const auto t0 = Clock::now();
   std::vector<std::unique_ptr<engine::ServerLink>> links;
@@ -292,7 +300,7 @@ int run_client(const Family& f, const ClientArgs& a) {
   for (const auto& [host, port] : endpoints) {
     links.push_back(std::make_unique<engine::ServerLink>(
         host, port, token, engine_digest(cfg), server_on_device(cfg.mode) ? "device" : "host",
-        a.connect_timeout, 10));
+        per_server, a.connect_timeout, 10));
     servers.push_back({links.back().get(),
                        endpoints.size() > 1 ? fmt::format("{}:{}", host, port) : std::string()});
   }
@@ -392,6 +400,14 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
   if (a.run.backend == "auto") a.run.backend = "host";  // the engine is a host-network tool
   Ranked r = start_ranked(f, a.run, inv, [&](Runtime& rt, Backend& be) {
     if (client_on_device(cfg.mode)) check_devices(be, cfg);
+    // rank 0's region (a slot of -t per client) and this host's clients' memory
+    const auto here = static_cast<Bytes>(rt.single_host() ? rt.size() : 1);
+    check_engine_memory(
+        cfg.total * static_cast<Bytes>(rt.root() || rt.single_host() ? rt.size() : 0) +
+            engine_client_host_bytes(cfg, be) * here,
+        fmt::format("-t {} x {} clients", format_size(cfg.total), rt.size()));
+    if (!listen.empty() && !tcp_resolves(listen))
+      throw UsageError(fmt::format("--listen: cannot resolve '{}'", listen));
     if (!rt.single_host() && listen.empty())
       throw UsageError(
           "engine fanin across hosts: give --listen ADDRESS, rank 0's address that "
@@ -441,8 +457,8 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
   agree_or_throw(rt, [&] {
     const auto t0 = Clock::now();
     link = std::make_unique<engine::ServerLink>(host, server_port, token, engine_digest(cfg),
-                                                server_on_device(cfg.mode) ? "device" : "host", 10,
-                                                10);
+                                                server_on_device(cfg.mode) ? "device" : "host",
+                                                cfg.total, 10, 10);
     connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
   });
   EngineRun run;
@@ -565,7 +581,8 @@ class EngineFamily final : public Family {
         ->default_str("1");
     serve_app_->add_option("--token-file", serve_.token_file,
                            "shared token; created if missing (or XFERBENCH_TOKEN)");
-    serve_app_->add_option("--accept-wait", serve_.accept_wait, "seconds to wait for all clients")
+    positive_seconds(serve_app_->add_option("--accept-wait", serve_.accept_wait,
+                                            "seconds to wait for all clients"))
         ->default_str("60");
     serve_app_
         ->add_option("--mem", serve_.mem,
@@ -601,7 +618,7 @@ Clients: xferbench engine client --connect HOST:20000 --token-file tok)");
     self_.loops = 3;
     add_client_options(*self, self_, false);
     app.footer(R"(Examples:
-  xferbench engine serve --listen 127.0.0.1:20000 --size 1G --clients 2 --token-file tok
+  xferbench engine serve --listen 127.0.0.1:20000 --size 2G --clients 2 --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
   xferbench engine selftest
   xferbench engine selftest --lanes 2 -t 64M -k 1M --block-steps 1

@@ -11,10 +11,21 @@
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
+#include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
 
 namespace xb {
+
+void check_engine_memory(Bytes need, const std::string& what) {
+  if (const Bytes avail = available_memory(); avail && need > avail)
+    throw UsageError(fmt::format("{} needs {} of host memory, only {} is available", what,
+                                 format_capacity(need), format_capacity(avail)));
+}
+
+Bytes engine_client_host_bytes(const EngineClientConfig& cfg, const Backend& b) {
+  return !client_on_device(cfg.mode) || b.name() == "host" ? cfg.total : 0;
+}
 
 void check_engine_device(const Backend& b, int device, const char* option) {
   const auto n = static_cast<int>(b.devices().size());
@@ -94,6 +105,10 @@ EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device
   engine::ServerConfig sc;
   sc.port = 0;
   sc.size = std::max<Bytes>(cfg.total, 1ULL << 20);
+  const Bytes server_host = !server_on_device(cfg.mode) || be.name() == "host" ? sc.size : 0;
+  check_engine_memory(
+      server_host + engine_client_host_bytes(cfg, be),
+      fmt::format("-t {} (the server's region and the client's memory)", format_size(cfg.total)));
   std::unique_ptr<Buffer> region;
   if (server_on_device(cfg.mode)) {
     region = engine_server_region(be, server_device, sc.size, "--server-device", sc);
@@ -115,7 +130,8 @@ EngineRun engine_selftest(EngineClientConfig cfg, Backend& be, int server_device
   std::exception_ptr stopped;
   {
     const auto t0 = Clock::now();
-    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", sc.kind, 10, 10);
+    engine::ServerLink link("127.0.0.1", ready.get(), sc.token, "selftest", sc.kind, cfg.total, 10,
+                            10);
     const double connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
     try {
       for (bool async : asyncs) {

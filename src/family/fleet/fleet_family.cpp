@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -141,20 +142,27 @@ class FleetFamily final : public Family {
     app.add_option("--seed", cfg_.seed, "the shuffle's seed (default 1)")
         ->check(CLI::Validator(
             [](std::string& v) {
-              return !v.empty() && v[0] == '-' ? std::string("give a seed >= 0") : std::string();
+              char* end = nullptr;
+              errno = 0;
+              (void)std::strtoull(v.c_str(), &end, 10);
+              return v.empty() || v[0] == '-' || v[0] == '+' || *end || errno == ERANGE
+                         ? fmt::format("'{}': give a seed from 0 to 2^64-1", v)
+                         : std::string();
             },
             "SEED"));
-    app.add_option("--threshold", cfg_.thresholds.grade.fail_below,
-                   "FAIL below this ratio to the reference (default 0.5; WARN below 0.8)")
-        ->check(CLI::Range(0.01, 0.99));
-    app.add_option("--expected", cfg_.expected,
-                   "GB/s a pair should reach (default: 0.8 x the fastest NIC's rate in sysfs)")
-        ->check(CLI::Range(0.0, 1e6));
+    number_in(
+        app.add_option("--threshold", cfg_.thresholds.grade.fail_below,
+                       "FAIL below this ratio to the reference (default 0.5; WARN below 0.8)"),
+        0.01, 0.99);
+    number_in(app.add_option("--expected", cfg_.expected,
+                             "GB/s a pair should reach (default: 0.8 x the fastest NIC's rate in "
+                             "sysfs)"),
+              0.0, 1e6);
     app.add_option("--exclude", exclude_, "hosts (or host#rank) to leave out, comma list");
-    app.add_option("--deadline", cfg_.pair.deadline_s,
-                   "the most seconds a pair's step may take (its time box: 16x the typical pair, "
-                   "at least 5 s, at most this; default 60)")
-        ->check(CLI::Range(0.1, 86400.0));
+    number_in(app.add_option("--deadline", cfg_.pair.deadline_s,
+                             "the most seconds a pair's step may take (its time box: 16x the "
+                             "typical pair, at least 5 s, at most this; default 60)"),
+              0.1, 86400.0);
     app.add_option("--pings", cfg_.pair.pings, "timed 8-byte ping-pongs per pair (default 200)")
         ->check(CLI::Range(1, 1000000));
     app.add_flag("--no-census", no_census_, "skip the census (doctor --quick on every host)");
@@ -225,7 +233,7 @@ int FleetFamily::run(const Invocation& inv) {
   cfg_.pair.warmup = run_.warmup_or(1);
   cfg_.pair.check = !run_.no_check;
   cfg_.census = !no_census_;
-  cfg_.exclude = option_list("--exclude", exclude_, "HOST[,HOST...]");
+  if (!exclude_.empty()) cfg_.exclude = option_list("--exclude", exclude_, "HOST[,HOST...]");
   cfg_.thresholds.grade.warn_below = std::max(0.8, cfg_.thresholds.grade.fail_below);
   const std::vector<host::Throttle> throttle = [] {
     const char* t = std::getenv("XFERBENCH_HOST_THROTTLE");

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <limits>
 
 #include "coll/dtype.hpp"
 #include "core/error.hpp"
@@ -148,11 +149,12 @@ class GemmArFamily final : public Family {
            "all (every metric), pipelined, sequential")
         ->check(CLI::IsMember({"all", "pipelined", "sequential"}))
         ->default_str("all");
-    app.add_option("--atol", c.atol, "absolute tolerance (default 1e-3 x K)");
-    app.add_option("--rtol", c.rtol, "relative tolerance")->default_str("0.01");
-    app.add_option("--watchdog", c.watchdog_s,
-                   "seconds a counter may stay stuck before it is an error")
-        ->check(CLI::Range(0.001, 3600.0))
+    const double inf = std::numeric_limits<double>::infinity();
+    number_in(app.add_option("--atol", c.atol, "absolute tolerance (default 1e-3 x K)"), 0, inf);
+    number_in(app.add_option("--rtol", c.rtol, "relative tolerance"), 0, inf)->default_str("0.01");
+    number_in(app.add_option("--watchdog", c.watchdog_s,
+                             "seconds a counter may stay stuck before it is an error"),
+              0.001, 3600.0)
         ->default_str("10");
     app.add_option("--drop-tile", c.drop_tile,
                    "test seam: this tile is never pushed, so the watchdog must name it")
