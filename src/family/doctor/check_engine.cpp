@@ -142,8 +142,8 @@ class Engine final : public Check {
         figures.push_back(std::move(f));
       }
       for (Finding& f : judge_engine_lanes(figures)) ctx.add_row(f);
-    } catch (const std::exception& e) {
-      ctx.add_row({name(), "lanes", Verdict::warn, 0, 0, "GB/s",
+    } catch (const std::exception& e) {  // a server named and not reached (or refused): FAIL
+      ctx.add_row({name(), "lanes", Verdict::fail, 0, 0, "GB/s",
                    fmt::format("the engine's lanes did not run: {}", e.what())});
     }
   }
