@@ -604,11 +604,20 @@ Clients: xferbench engine client --connect HOST:20000 --token-file tok)");
     client_app_ =
         app.add_subcommand("client", "read/write the server's region and report throughput");
     add_client_options(*client_app_, client_, true);
+    client_app_->footer(R"(Examples:
+  xferbench engine client --connect 10.0.0.2:20000 --token-file tok -t 256M -k 1M --op read,write
+  xferbench engine client --connect 10.0.0.2:20000 --token-file tok -t 1G -k 64K --block-steps 8 --async
+  xferbench engine client --connect 10.0.0.2:20000,10.0.0.3:20000 --token-file tok -t 512M -k 1M
+  xferbench engine client --connect 10.0.0.2:20000 --token-file tok --nic mlx5_0:1,mlx5_1:1 -t 1G -k 1M
+A server for it: xferbench engine serve --listen 0.0.0.0:20000 --size 1G --token-file tok)");
     fanin_app_ = app.add_subcommand(
         "fanin", "under mpiexec: rank 0 serves, every rank reads/writes it at once (incast)");
     fanin_.total = "16M";
     fanin_.block = "1M";
     add_client_options(*fanin_app_, fanin_, false);
+    fanin_app_->footer(R"(Examples:
+  mpiexec -n 4 xferbench engine fanin -t 64M -k 1M --op read,write
+  srun -N 4 xferbench engine fanin --listen 10.0.0.1 -t 64M -k 1M    10.0.0.1: rank 0's node)");
     fanin_app_->add_option("--listen", fanin_listen_,
                            "rank 0's address the clients reach (default 127.0.0.1: one host)");
     CLI::App* self = app.add_subcommand("selftest", "server and client in one process (loopback)");
@@ -617,6 +626,10 @@ Clients: xferbench engine client --connect HOST:20000 --token-file tok)");
     self_.steps = 5;
     self_.loops = 3;
     add_client_options(*self, self_, false);
+    self->footer(R"(Examples:
+  xferbench engine selftest
+  xferbench engine selftest --lanes 2 -t 64M -k 1M --block-steps 1
+  xferbench engine selftest --mode d2d --device 0 --server-device 0)");
     app.footer(R"(Examples:
   xferbench engine serve --listen 127.0.0.1:20000 --size 2G --clients 2 --token-file tok
   xferbench engine client --connect 127.0.0.1:20000 --token-file tok --op read --mode h2h -t 1G -k 64K --block-steps 8 --loops 5 --async --batch 16
