@@ -1,7 +1,7 @@
 // parse_dtypes / parse_redops (coll/dtype.hpp): coll's and gemm-ar's
 // --dtype/--op lists. Any text either gives a non-empty list or throws
-// UsageError; the names of a parsed list, joined by commas, parse back to
-// the same list.
+// UsageError; each item is there once; the names of a parsed list, joined
+// by commas, parse back to the same list.
 //
 // Input: byte 0 even -> parse_dtypes, odd -> parse_redops; the rest is the list.
 #include "coll/dtype.hpp"
@@ -28,6 +28,8 @@ void check(const std::string& list, Parse parse) {
     FUZZ_CHECK(false && "the list parser threw something other than UsageError", e.what());
   }
   FUZZ_CHECK(!got.empty(), list);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k) FUZZ_CHECK(!(got[i] == got[k]), "an item twice in a list");
   std::string again;
   for (T t : got) again += (again.empty() ? "" : ",") + std::string(xb::to_string(t));
   try {

@@ -98,6 +98,8 @@ def seeds():
         "no_port": b"node1:\x00\n",
         "negative": b"node1:-1",
         "empty_file": b"h:1\x00",
+        "binary_token": b"h:1\x00ab\x00\xff\n",
+        "blank_token": b"h:1\x00 \r\n",
     }
     yield "size", {
         "bytes": b"4096", "k": b"4K", "kib": b"4KiB", "kb": b"4kb", "m": b"1M", "gb": b"2GB",
@@ -114,6 +116,13 @@ def seeds():
         "float": b"\x00float", "all": b"\x00all", "list": b"\x00int8,half,bf16,double",
         "dup": b"\x00float,float,all", "empty_items": b"\x00,,", "unknown": b"\x00fp8",
         "ops": b"\x01sum,max", "ops_all": b"\x01all", "op_bad": b"\x01xor", "none": b"\x01",
+    }
+    yield "option_list", {
+        "ops": b"\x00get,put", "dup": b"\x00get,put,get", "empty": b"\x00", "hole": b"\x00a,,b",
+        "trailing": b"\x00a,", "counts": b"\x011,2,4", "count_dup": b"\x014,4,8", "count_zero": b"\x010",
+        "count_big": b"\x01100001", "index": b"\x020,1", "index_neg": b"\x02-1",
+        "duration": b"\x0330s", "duration_ms": b"\x03500ms", "duration_nan": b"\x03nan",
+        "duration_inf": b"\x031e999h",
     }
     golden = {p.stem: p.read_bytes() for p in [GOLDEN / "coll.json", GOLDEN / "v1" / "remote.json",
                                                 GOLDEN / "v1" / "gemm-ar.json", GOLDEN / "v1" / "copy.json"]}
