@@ -121,6 +121,13 @@ case $scenario in
     fi
     kill $server 2>/dev/null || true
     ;;
+  fanin_sigterm_one_rank)  # engine fanin journals each step's records as the step ends
+    start json "$mpiexec" -n 2 "$xb" engine fanin -t 16M -k 1M --block-steps 5 -n 800
+    rank=$(rank_pid "^$xb engine fanin .*-o $file" 1)
+    [ -n "$rank" ] || fail "no process of rank 1 found"
+    kill -TERM "$rank"
+    finish 143 SIGTERM
+    ;;
   kv_rank_killed | fleet_rank_killed | kv_rank_stopped | fleet_rank_stopped)
     # A rank lost mid-sweep. Killed: hydra SIGKILLs the other ranks within
     # milliseconds of a rank's death by a signal, even with -disable-auto-cleanup,

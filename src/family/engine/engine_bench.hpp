@@ -128,6 +128,10 @@ struct EngineClientConfig {
   std::function<void()> before_loop;
   // Between steps instead of the process's stop point (fan-in: collective).
   std::function<void()> stop_point;
+  // After each step, with that step's records and their loop times (fan-in
+  // gathers and journals them there, so a stopped run keeps every step done).
+  std::function<void(const std::vector<Record>&, const std::vector<std::vector<double>>&)>
+      after_step;
   bool journal = true;  // each record to the run's sink as it is made (record_done)
 };
 

@@ -432,7 +432,11 @@ EngineRun run_engine_client(const std::vector<EngineServer>& servers, const Engi
       else
         stop_point();
       run_step(parts, servers, op, bs, cfg, link_mutex);
+      const auto first = static_cast<std::ptrdiff_t>(run.records.size());
       step_records(parts, servers, lanes, op, bs, cfg, run);
+      if (cfg.after_step)
+        cfg.after_step({run.records.begin() + first, run.records.end()},
+                       {run.loops_us.begin() + first, run.loops_us.end()});
     }
   }
   run.summary = run_summary(parts, servers.size(), lanes, cfg, connect_ms, register_ms);

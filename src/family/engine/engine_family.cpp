@@ -461,6 +461,32 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
                                                 cfg.total, 10, 10);
     connect_ms = elapsed_us(t0, Clock::now()) / 1e3;
   });
+  // Each step's records, gathered and journaled by rank 0 as the step ends:
+  // a stopped run keeps every step done.
+  const auto hosts = rt.allgather(host_name());
+  std::vector<Record> out;
+  cfg.after_step = [&](const std::vector<Record>& step,
+                       const std::vector<std::vector<double>>& step_loops) {
+    const auto wires = rt.allgather(records_to_wire(step));
+    const auto loops = rt.allgather(loops_to_text(step_loops));
+    if (!rt.root()) return;
+    for (std::size_t k = 0; k < step.size(); ++k) {
+      std::vector<Record> clients;
+      std::vector<std::vector<double>> times;
+      for (std::size_t i = 0; i < wires.size(); ++i) {
+        std::vector<Record> theirs = records_from_wire(wires[i]);
+        if (theirs.size() != step.size())
+          throw RuntimeError("fan-in: the clients ran different steps");
+        clients.push_back(std::move(theirs[k]));
+        clients.back().set(engine_field::client_host, hosts[i]);
+        times.push_back(loops_from_text(loops[i], step.size())[k]);
+      }
+      for (Record& rec : fanin_records(std::move(clients), times)) {
+        record_done(rec);
+        out.push_back(std::move(rec));
+      }
+    }
+  };
   EngineRun run;
   try {
     run = run_engine_client(*link, cfg, connect_ms, *r.backend);
@@ -469,30 +495,7 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
     throw;
   }
   link->bye();
-  const auto wires = rt.allgather(records_to_wire(run.records));
-  const auto loops = rt.allgather(loops_to_text(run.loops_us));
-  const auto hosts = rt.allgather(host_name());
-  std::vector<Record> out;
-  if (rt.root()) {
-    server.get();
-    std::vector<std::vector<Record>> per_rank;
-    per_rank.reserve(wires.size());
-    for (const auto& w : wires) per_rank.push_back(records_from_wire(w));
-    for (std::size_t k = 0; k < per_rank[0].size(); ++k) {
-      std::vector<Record> clients;
-      std::vector<std::vector<double>> times;
-      for (std::size_t i = 0; i < per_rank.size(); ++i) {
-        if (k >= per_rank[i].size()) throw RuntimeError("fan-in: the clients ran different steps");
-        clients.push_back(per_rank[i][k]);
-        clients.back().set(engine_field::client_host, hosts[i]);
-        times.push_back(loops_from_text(loops[i], per_rank[i].size())[k]);
-      }
-      for (Record& rec : fanin_records(std::move(clients), times)) {
-        record_done(rec);
-        out.push_back(std::move(rec));
-      }
-    }
-  }
+  if (rt.root()) server.get();
   Params summary = std::move(run.summary);
   summary.emplace_back("clients", static_cast<std::int64_t>(rt.size()));
   Report report{"engine", {}, params_of(a, cfg), std::move(out), std::move(summary)};
