@@ -50,10 +50,12 @@ std::vector<std::string> option_list(const std::string& option, const std::strin
   if (text.empty()) throw UsageError(fmt::format("{}: an empty value (give {})", option, example));
   if (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos)
     throw UsageError(fmt::format("{} '{}': an empty item (give {})", option, text, example));
-  std::vector<std::string> out;
-  for (auto& item : split_list(text))
-    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(std::move(item));
-  return out;
+  return split_list(text);
+}
+
+std::vector<std::string> option_set(const std::string& option, const std::string& text,
+                                    const std::string& example) {
+  return each_once(option_list(option, text, example));
 }
 
 ThreadCounts parse_thread_counts(const std::string& text, int max) {
@@ -62,7 +64,7 @@ ThreadCounts parse_thread_counts(const std::string& text, int max) {
     c.sweep = true;
     return c;
   }
-  c.values = parse_count_list("--threads", text, max, "4, 1,2,4 or sweep");
+  c.values = each_once(parse_count_list("--threads", text, max, "4, 1,2,4 or sweep"));
   return c;
 }
 
@@ -91,7 +93,7 @@ std::vector<int> parse_int_list(const std::string& option, const std::string& te
           fmt::format("{} '{}': '{}' is not {} (give {})", option, text, item, what, example));
     if (v > max)
       throw UsageError(fmt::format("{} {}: more than the {} allowed", option, item, max));
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(static_cast<int>(v));
+    out.push_back(static_cast<int>(v));
     if (comma == text.size()) break;
     start = comma + 1;
   }

@@ -2,6 +2,7 @@
 // Parsers of option values the families share: comma lists, counts and
 // device indices, --threads, --tile, --window and --duration. Each throws
 // UsageError naming the option and showing a good value.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,12 +12,23 @@
 namespace xb {
 
 std::vector<std::string> split_list(const std::string& s);
-// The items of an option's comma list, each once (a repeat is dropped, as
-// -t and the collectives always did: nothing is measured twice); an empty
-// value or item ("a,,b", a trailing comma) is a UsageError naming the
-// option and giving `example`.
+// The items of an option's comma list, in order (a list per lane, --nic
+// a,a, may repeat one); an empty value or item ("a,,b", a trailing comma)
+// is a UsageError naming the option and giving `example`.
 std::vector<std::string> option_list(const std::string& option, const std::string& text,
                                      const std::string& example);
+// The same for a list of things to measure or check: each once, a repeat
+// dropped (as -t and the collectives always did: nothing measured twice).
+std::vector<std::string> option_set(const std::string& option, const std::string& text,
+                                    const std::string& example);
+// `v` with each item once, in the order of first appearance.
+template <class T>
+std::vector<T> each_once(std::vector<T> v) {
+  std::vector<T> out;
+  for (T& x : v)
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(std::move(x));
+  return out;
+}
 // "4096,65536": sizes, counts, any integers.
 template <class T>
 std::string join_numbers(const std::vector<T>& values) {
@@ -25,8 +37,8 @@ std::string join_numbers(const std::vector<T>& values) {
   return s;
 }
 // `option` (e.g. "--blocks") given `text`, a comma list of counts in
-// 1..max, each once. UsageError for an empty item, a non-number or a count out of
-// range; `example` shows a good value in the message.
+// 1..max, in order (each_once() for a set). UsageError for an empty item, a non-number or a count
+// out of range; `example` shows a good value in the message.
 std::vector<int> parse_count_list(const std::string& option, const std::string& text, int max,
                                   const std::string& example);
 // The same for device indices (0, 1, ...).

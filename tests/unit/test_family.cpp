@@ -170,17 +170,22 @@ TEST(ParseWindow, OnePositiveCountInRange) {
   EXPECT_EQ(message("65537"), "--window 65537: more than the 65536 allowed");
 }
 
-// A list names each item once: a repeat is dropped (nothing is measured
-// twice); an empty value or item is refused with the option's name.
-TEST(OptionLists, EachItemOnceAndNothingEmpty) {
+// A list of things to measure names each once (a repeat is dropped:
+// nothing is measured twice); a list per lane keeps its order and repeats;
+// an empty value or item is refused with the option's name.
+TEST(OptionLists, SetsEachItemOnceListsInOrderNothingEmpty) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(option_list("--op", "get,put,get", "get"), (V{"get", "put"}));
-  EXPECT_EQ(option_list("--op", "get,get", "get"), (V{"get"}));
-  EXPECT_THROW(option_list("--op", "", "get"), UsageError);
-  EXPECT_THROW(option_list("--op", "get,,put", "get"), UsageError);
-  EXPECT_THROW(option_list("--op", "get,", "get"), UsageError);
-  EXPECT_EQ(parse_count_list("--threads", "1,1,2,1", 64, "1,2"), (std::vector<int>{1, 2}));
-  EXPECT_EQ(parse_index_list("--device", "1,0,1", "0"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(option_set("--op", "get,put,get", "get"), (V{"get", "put"}));
+  EXPECT_EQ(option_set("--op", "get,get", "get"), (V{"get"}));
+  EXPECT_EQ(option_list("--nic", "lo,eth0,lo", "lo"), (V{"lo", "eth0", "lo"}));
+  for (auto* parse : {&option_list, &option_set}) {
+    EXPECT_THROW((*parse)("--op", "", "get"), UsageError);
+    EXPECT_THROW((*parse)("--op", "get,,put", "get"), UsageError);
+    EXPECT_THROW((*parse)("--op", "get,", "get"), UsageError);
+  }
+  EXPECT_EQ(each_once(parse_count_list("--blocks", "1,1,2,1", 64, "1,2")),
+            (std::vector<int>{1, 2}));
+  EXPECT_EQ(parse_index_list("--device", "1,0,1", "0"), (std::vector<int>{1, 0, 1}));
   EXPECT_EQ(parse_thread_counts("1,1,1", 64).values, (std::vector<int>{1}));
 }
 

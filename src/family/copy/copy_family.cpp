@@ -20,7 +20,7 @@ namespace {
 
 std::vector<std::string> parse_types(const std::string& s) {
   std::vector<std::string> out;
-  for (const auto& t : option_list("-t", s, "h2d,d2h or another list of patterns")) {
+  for (const auto& t : option_set("-t", s, "h2d,d2h or another list of patterns")) {
     if (!find_pattern(t))
       throw UsageError(fmt::format("-t: unknown copy pattern '{}' ({})", t, pattern_names()));
     out.push_back(t);
@@ -31,7 +31,7 @@ std::vector<std::string> parse_types(const std::string& s) {
 
 std::vector<P2pOp> parse_p2p_ops(const std::string& s) {
   std::vector<P2pOp> out;
-  for (const auto& t : option_list("--p2p-op", s, "read, write or read,write")) {
+  for (const auto& t : option_set("--p2p-op", s, "read, write or read,write")) {
     if (t != "read" && t != "write")
       throw UsageError(fmt::format("--p2p-op: '{}' is not read or write", t));
     const P2pOp op = t == "read" ? P2pOp::read : P2pOp::write;

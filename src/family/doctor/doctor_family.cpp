@@ -151,7 +151,7 @@ class DoctorFamily final : public Family {
     const auto& names = doctor::check_names();
     if (checks_.empty()) return {names.begin(), names.end()};
     std::set<std::string> checks;
-    for (const auto& c : option_list("--checks", checks_, "latency,noise")) {
+    for (const auto& c : option_set("--checks", checks_, "latency,noise")) {
       if (std::find(names.begin(), names.end(), c) == names.end())
         throw UsageError(
             fmt::format("--checks: unknown check '{}' ({})", c, fmt::join(names, ", ")));

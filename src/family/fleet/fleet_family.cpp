@@ -233,7 +233,7 @@ int FleetFamily::run(const Invocation& inv) {
   cfg_.pair.warmup = run_.warmup_or(1);
   cfg_.pair.check = !run_.no_check;
   cfg_.census = !no_census_;
-  if (!exclude_.empty()) cfg_.exclude = option_list("--exclude", exclude_, "HOST[,HOST...]");
+  if (!exclude_.empty()) cfg_.exclude = option_set("--exclude", exclude_, "HOST[,HOST...]");
   cfg_.thresholds.grade.warn_below = std::max(0.8, cfg_.thresholds.grade.fail_below);
   const std::vector<host::Throttle> throttle = [] {
     const char* t = std::getenv("XFERBENCH_HOST_THROTTLE");

@@ -210,7 +210,8 @@ Examples:
     cfg_.dtype = dtype_.empty() ? DType::float32 : parse_one_dtype(dtype_);
     cfg_.comm_blocks.clear();
     if (!comm_blocks_.empty())  // beyond the device's SMs is refused once the device is known
-      cfg_.comm_blocks = parse_count_list("--comm-blocks", comm_blocks_, 1 << 20, "16 or 4,16,64");
+      cfg_.comm_blocks =
+          each_once(parse_count_list("--comm-blocks", comm_blocks_, 1 << 20, "16 or 4,16,64"));
     device_options_ = false;
     for (const CLI::Option* o : device_opts_) device_options_ = device_options_ || o->count() > 0;
     Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& be) {

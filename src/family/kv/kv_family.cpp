@@ -72,7 +72,7 @@ Examples:
   }
 
   int run(const Invocation& inv) override {
-    cfg_.blocks = parse_count_list("--blocks", blocks_, 100000, "16,32,48,64");
+    cfg_.blocks = each_once(parse_count_list("--blocks", blocks_, 100000, "16,32,48,64"));
     cfg_.iters = run_.iters_or(5);
     cfg_.warmup = run_.warmup_or(1);
     cfg_.check = !run_.no_check;

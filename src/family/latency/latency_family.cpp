@@ -98,7 +98,7 @@ Examples:
  private:
   void parse_types(const std::string& s) {
     cfg_.chase = cfg_.pingpong = false;
-    for (const auto& t : option_list("-t", s, "chase, pingpong or chase,pingpong")) {
+    for (const auto& t : option_set("-t", s, "chase, pingpong or chase,pingpong")) {
       if (t == "chase")
         cfg_.chase = true;
       else if (t == "pingpong")

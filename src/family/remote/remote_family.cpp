@@ -19,7 +19,7 @@ namespace {
 
 std::vector<RemoteOp> parse_ops(const std::string& text) {
   std::vector<RemoteOp> ops;
-  for (const auto& op : option_list("--op", text, "get, put or get,put")) {
+  for (const auto& op : option_set("--op", text, "get, put or get,put")) {
     if (op == "get")
       ops.push_back(RemoteOp::get);
     else if (op == "put")
