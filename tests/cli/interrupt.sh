@@ -93,10 +93,16 @@ case $scenario in
     echo "ok [$scenario]: exit $rc, $(records "$file" json) records kept"
     ;;
   coll_sigint_launcher)  # hydra forwards it to the ranks, which stop with 130; what
-    # mpiexec itself then exits with is hydra's choice (130, or 0 after its own abort notice)
+    # mpiexec itself then exits with is hydra's choice: 130, or 0 when its proxy reaps a rank
+    # after its own clean-up began (README: read stopped_by in the file, or the stop line)
     start json "${coll[@]}"
     kill -INT $pid
     finish "130|0" SIGINT
+    ;;
+  coll_sigint_ranks)  # --ranks 2 starts the launcher itself: a stop is 130, whatever hydra says
+    start json "$xb" coll allreduce --ranks 2 --backend host -b 8 -e 256M -n 50
+    kill -INT $pid
+    finish 130 SIGINT
     ;;
   coll_sigterm_one_rank)  # one rank's signal stops every rank at the same point
     start jsonl "${coll[@]}"
