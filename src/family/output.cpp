@@ -101,7 +101,16 @@ Output::Output(const RunOptions& opts) : st_(std::make_unique<State>()) {
 }
 
 Output::~Output() {
-  if (!st_->begun) return;
+  if (!st_->begun) {
+    // A family whose report is one document (gemm-ar) stopped before it.
+    if (const int sig = stop_signal(); sig && !st_->done)
+      std::fprintf(stderr, "xferbench: stopped by %s before the report%s\n",
+                   signal_name(sig).c_str(),
+                   st_->opts.output.empty()
+                       ? ""
+                       : fmt::format("; {} keeps what it held", st_->opts.output).c_str());
+    return;
+  }
   set_record_sink({});
   set_last_words({});
   disarm_stop_signals();

@@ -10,6 +10,7 @@
 #include "core/stats.hpp"
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
+#include "family/cycles.hpp"
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/gemm_ar_op.hpp"
 #include "family/gemm_ar/gemm_ar_phases.hpp"
@@ -209,12 +210,13 @@ void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   if (!err.empty()) throw UsageError(err);
 }
 
-void interleave(const GemmArConfig& cfg, const std::function<void(bool)>& apart,
+void interleave(Runtime& rt, const GemmArConfig& cfg, const std::function<void(bool)>& apart,
                 const std::function<void(bool)>& sequential,
                 const std::function<void(bool)>& pipelined) {
   const bool all = cfg.mode == GemmArMode::all;
   const bool seq = all || cfg.mode == GemmArMode::sequential;
   const bool pipe = all || cfg.mode == GemmArMode::pipelined;
+    stop_point(&rt);  // every rank, in step
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
     const bool keep = it >= cfg.warmup;
     if (it % 2 == 0) {
@@ -292,7 +294,7 @@ GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   std::vector<float> mpi_out(op.C().size());
   Phases ph;
   interleave(
-      cfg, [&](bool keep) { measure_apart(rt, op, *comm, mpi_out, keep, ph); },
+      rt, cfg, [&](bool keep) { measure_apart(rt, op, *comm, mpi_out, keep, ph); },
       [&](bool keep) { measure_sequential(rt, op, keep, ph); },
       [&](bool keep) { measure_pipelined(rt, op, keep, ph); });
   GemmArOutcome o;
