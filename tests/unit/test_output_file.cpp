@@ -1,5 +1,5 @@
 // core/output_file: -o checked without touching the file, documents replaced
-// whole.
+// whole, and the memory check's wording (core/sysinfo).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/output_file.hpp"
+#include "core/sysinfo.hpp"
 
 namespace xb {
 namespace {
@@ -93,6 +94,14 @@ TEST(OutputFile, SameFileByDeviceAndInode) {
   EXPECT_FALSE(same_file(a, f.at("none.json")));
   fs::create_hard_link(a, f.at("hard.json"));
   EXPECT_TRUE(same_file(a, f.at("hard.json")));
+}
+
+TEST(MemoryShortfall, OneWordingAndUnknownFits) {
+  const std::uint64_t gib = 1ULL << 30;
+  EXPECT_EQ(memory_shortfall("-s 1 GiB", gib, " on rank 0", 2 * gib), "");
+  EXPECT_EQ(memory_shortfall("-s 1 GiB", gib, " on rank 0", 0), "");  // unknown: fits
+  EXPECT_EQ(memory_shortfall("-s 100 GiB", 200 * gib, " on rank 1", 20 * gib),
+            "-s 100 GiB needs 200.00 GiB on rank 1, only 20.00 GiB is available");
 }
 
 }  // namespace

@@ -200,9 +200,8 @@ void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
         window_layout(t, cfg.comm_workers).bytes * static_cast<Bytes>(rt.size()) +
         static_cast<Bytes>(t.Mp * cfg.shape.K + cfg.shape.K * t.Np + 2 * t.Mp * t.Np) * 4 *
             static_cast<Bytes>(rt.size());
-    if (available_memory() && need > available_memory())
-      throw UsageError(fmt::format("the shape needs {} on this host, only {} is available",
-                                   format_capacity(need), format_capacity(available_memory())));
+    if (const std::string s = memory_shortfall("the shape", need, " on this host"); !s.empty())
+      throw UsageError(s);
   } catch (const UsageError& e) {
     err = e.what();
   }
@@ -216,8 +215,8 @@ void interleave(Runtime& rt, const GemmArConfig& cfg, const std::function<void(b
   const bool all = cfg.mode == GemmArMode::all;
   const bool seq = all || cfg.mode == GemmArMode::sequential;
   const bool pipe = all || cfg.mode == GemmArMode::pipelined;
-    stop_point(&rt);  // every rank, in step
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+    stop_point(&rt);  // every rank, in step
     const bool keep = it >= cfg.warmup;
     if (it % 2 == 0) {
       if (all) apart(keep);
