@@ -78,6 +78,13 @@ TEST(CollModel, Names) {
   EXPECT_EQ(parse_dtypes("float,bf16"), (std::vector<DType>{DType::float32, DType::bf16}));
   EXPECT_EQ(parse_dtypes("fp8e4m3,fp8e5m2"), (std::vector<DType>{DType::fp8e4m3, DType::fp8e5m2}));
   EXPECT_THROW(parse_dtypes("float16"), UsageError);
+  // The list --help and the errors show comes from the parser's table.
+  std::string every;
+  for (DType t : parse_dtypes("all"))
+    every += std::string(every.empty() ? "" : ", ") + to_string(t);
+  EXPECT_EQ(dtype_names(), every);
+  EXPECT_NE(dtype_names().find("fp8e4m3, fp8e5m2"), std::string::npos);
+  EXPECT_EQ(redop_names(), "sum, prod, min, max, avg");
   EXPECT_EQ(parse_redops("all").size(), 5u);
   EXPECT_THROW(parse_redops("xor"), UsageError);
 }
