@@ -27,6 +27,22 @@ bg() {
   env --default-signal=INT "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
 }
+# armed PATTERN N: waits (30 s at most) until N processes match PATTERN and
+# each catches SIGINT (its stop signals are armed: the run is under way).
+armed() {
+  local p n ok
+  for _ in $(seq 300); do
+    n=0 ok=0
+    for p in $(pgrep -f "$1"); do
+      n=$((n + 1))
+      (($(printf '%d' "0x$(awk '/^SigCgt/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)") & 2)) &&
+        ok=$((ok + 1))
+    done
+    [ "$n" -ge "$2" ] && [ "$ok" -ge "$2" ] && return
+    sleep 0.1
+  done
+  fail "the ranks did not arm their stop signals within 30 s ($ok of $n)"
+}
 unchanged() {  # unchanged FILE: byte for byte the copy taken before, and valid
   cmp -s "$1" "$1.before" || fail "$1 changed: $(wc -c <"$1") bytes, was $(wc -c <"$1.before")"
   valid_json "$1" || fail "$1 is not a JSON document"
@@ -55,8 +71,7 @@ case $scenario in
     cp "$f" "$f.before"
     long=(gemm-ar -M 1024 -K 1024 -N 1024 -n 100000 --format json -q -o "$f")
     bg "$mpiexec" -n 2 "$xb" "${long[@]}"
-    for _ in $(seq 100); do grep -q . "$tmp/out" && break; sleep 0.1; done  # never: -q
-    sleep 2
+    armed "^[^ ]*xferbench gemm-ar .*-o $f\$" 2  # the ranks, not mpiexec
     kill -INT $pid
     wait $pid
     rc=$?
@@ -67,7 +82,7 @@ case $scenario in
       fail "no stop line on stderr"
     unchanged "$f"
     bg "$xb" "${long[@]}" --ranks 2
-    sleep 3
+    armed "^[^ ]*xferbench gemm-ar .*-o $f\$" 2  # the ranks, not this one (--ranks 2 at its end)
     kill -TERM $pid
     wait $pid
     rc2=$?
