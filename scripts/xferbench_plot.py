@@ -5,7 +5,10 @@
   xferbench_plot.py report OUT.html IN.json [IN.json ...]
 
 Run by `xferbench plot` and `xferbench report`; needs matplotlib (Debian:
-python3-matplotlib). Exit 0 ok, 2 bad input, 3 matplotlib missing.
+python3-matplotlib). Exit 0 ok, 2 bad input, 3 matplotlib missing, 4 the
+output could not be written (said in one line). The output is written whole:
+a temporary file beside it renamed over it, so it holds the old file or the
+new one, never a part of one.
 """
 import html
 import io
@@ -13,6 +16,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 
 try:
     import matplotlib
@@ -346,6 +350,46 @@ def charts(doc):
     return figs
 
 
+def write_output(out, data):
+    """All of `data` (str or bytes) to `out`, replacing it whole; a device
+    (/dev/stdout, /dev/full) is written in place. A failure is one line, exit 4."""
+    mode = "wb" if isinstance(data, bytes) else "w"
+    try:
+        if os.path.exists(out) and not os.path.isfile(out):
+            with open(out, mode) as f:
+                f.write(data)
+            return
+        target = os.path.realpath(out)
+        old_mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else None
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp",
+                                   dir=os.path.dirname(target))
+        try:
+            with os.fdopen(fd, mode) as f:
+                f.write(data)
+            if old_mode is None:
+                umask = os.umask(0)
+                os.umask(umask)
+                old_mode = 0o666 & ~umask
+            os.chmod(tmp, old_mode)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        print(f"xferbench: error: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(4)
+
+
+def image_bytes(fig, out):
+    """The figure as the image format `out` names (.png or .svg)."""
+    b = io.BytesIO()
+    fig.savefig(b, format=os.path.splitext(out)[1][1:].lower() or "png", dpi=110)
+    return b.getvalue()
+
+
 def load(path):
     try:
         with open(path) as f:
@@ -365,7 +409,7 @@ def plot(inp, out):
         print(f"xferbench plot: {inp} has no measured records to draw", file=sys.stderr)
         sys.exit(2)
     if len(figs) == 1:
-        figs[0][1].savefig(out, dpi=110)
+        write_output(out, image_bytes(figs[0][1], out))
         return
     # Several charts: one image, stacked, each at its own height.
     import matplotlib.image as mpimg
@@ -384,7 +428,7 @@ def plot(inp, out):
         ax.imshow(img)
         ax.axis("off")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    write_output(out, image_bytes(fig, out))
 
 
 def svg_of(fig):
@@ -527,8 +571,7 @@ document.body.dataset.verdictRows = String(document.querySelectorAll("table.verd
 </script>
 </body></html>
 """
-    with open(out, "w") as f:
-        f.write(page)
+    write_output(out, page)
 
 
 def main(argv):

@@ -14,6 +14,7 @@
 
 #include "cli/cli.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "report/compare.hpp"
 
 extern char** environ;
@@ -92,8 +93,22 @@ int run_script(const std::vector<std::string>& args) {
         "set XFERBENCH_PYTHON to a Python that has it",
         tried));
   if (rc == 2) throw UsageError("the plot script refused its input (see the line above)");
+  if (rc == 4) return 1;  // it could not write -o, and said so in one line
   if (rc != 0) throw RuntimeError(fmt::format("the plot script failed (exit {})", rc));
   return 0;
+}
+
+// -o is checked before anything is read or drawn, as every command's is
+// (core/output_file.hpp), and may not name one of the inputs: the page or
+// image would replace the results it was made from.
+void check_output_of(const std::string& out, const std::vector<std::string>& inputs) {
+  check_output(out);
+  for (const auto& in : inputs)
+    if (same_file(in, out))
+      throw UsageError(
+          fmt::format("-o {} is the input {}: it would be overwritten (name another "
+                      "file)",
+                      out, in));
 }
 
 // The plot script reads JSON documents: a jsonl or CSV result is handed to
@@ -138,6 +153,7 @@ Command add_plot(CLI::App& root) {
             const std::string file = conv.path_for(*in);  // bad input: exit 2, before Python
             const std::string ext = fs::path(*out).extension().string();
             if (ext != ".png" && ext != ".svg") throw UsageError("-o must end in .png or .svg");
+            check_output_of(*out, {*in});
             return run_script({"plot", file, *out});
           }};
 }
@@ -153,7 +169,8 @@ Command add_report(CLI::App& root) {
   return {app, [in, out] {
             AsJson conv;
             std::vector<std::string> args{"report", *out};
-            for (const auto& f : *in) args.push_back(conv.path_for(f));
+            for (const auto& f : *in) args.push_back(conv.path_for(f));  // bad input: exit 2
+            check_output_of(*out, *in);
             return run_script(args);
           }};
 }

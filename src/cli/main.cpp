@@ -1,5 +1,6 @@
 // Exit codes: 0 ok, 1 a benchmark failed or a check mismatched, 2 bad usage,
-// 130/143 stopped by SIGINT/SIGTERM (the records so far kept).
+// 130/143 stopped by SIGINT/SIGTERM (the records so far kept); under
+// --ranks N, the launcher's (130/143 when this process was stopped).
 #include <cstdio>
 #include <exception>
 
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     rc = xb::cli::run(argc, argv);
+  } catch (const xb::LauncherDone& e) {  // --ranks N: the run was the launcher's ranks'
+    rc = e.code();
   } catch (const xb::Interrupted& e) {  // the output said where it stopped
     std::fflush(stdout);
     rc = 128 + e.signal();

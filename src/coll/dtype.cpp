@@ -17,6 +17,13 @@ constexpr DType kAllTypes[] = {DType::int8,    DType::uint8,  DType::int32,   DT
                                DType::fp8e4m3, DType::fp8e5m2};
 constexpr RedOp kAllOps[] = {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
 
+template <class All, class Name>
+std::string names_of(const All& all, Name name) {
+  std::string names;
+  for (auto t : all) names += std::string(names.empty() ? "" : ", ") + name(t);
+  return names;
+}
+
 template <class T, class All, class Name>
 std::vector<T> parse_list(const std::string& list, const All& all, Name name, const char* what) {
   std::vector<T> out;
@@ -34,11 +41,9 @@ std::vector<T> parse_list(const std::string& list, const All& all, Name name, co
           if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
           found = true;
         }
-      if (!found) {
-        std::string names;
-        for (T t : all) names += std::string(names.empty() ? "" : ", ") + name(t);
-        throw UsageError(fmt::format("unknown {} '{}' ({}, or all)", what, item, names));
-      }
+      if (!found)
+        throw UsageError(
+            fmt::format("unknown {} '{}' ({}, or all)", what, item, names_of(all, name)));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -101,6 +106,14 @@ std::vector<DType> parse_dtypes(const std::string& list) {
 std::vector<RedOp> parse_redops(const std::string& list) {
   return parse_list<RedOp>(
       list, kAllOps, [](RedOp o) { return to_string(o); }, "redop");
+}
+
+std::string dtype_names() {
+  return names_of(kAllTypes, [](DType t) { return to_string(t); });
+}
+
+std::string redop_names() {
+  return names_of(kAllOps, [](RedOp o) { return to_string(o); });
 }
 
 double load(DType t, const void* base, std::size_t i) {

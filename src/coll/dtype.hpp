@@ -22,6 +22,10 @@ const char* to_string(RedOp op);
 // "float" or "all"; comma lists allowed. Throws UsageError naming `what`.
 std::vector<DType> parse_dtypes(const std::string& list);
 std::vector<RedOp> parse_redops(const std::string& list);
+// Every name parse_dtypes / parse_redops takes but "all", comma-separated,
+// from the same table: for --help and the error messages.
+std::string dtype_names();
+std::string redop_names();
 
 // Element i of a buffer of type t, as a double (exact for every type here
 // but int64 beyond 2^53).

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <mutex>
 
 namespace xb {
@@ -16,6 +17,7 @@ RecordSink g_sink;
 std::atomic<int> g_stop{0};
 std::atomic<int> g_cycle{-1};
 std::atomic<bool> g_notice{true};
+std::atomic<bool> g_tty{false};  // stderr is a terminal: the notice starts a line of its own
 struct sigaction g_old_int {
 }, g_old_term{};
 bool g_armed = false;
@@ -29,9 +31,11 @@ void on_signal(int sig) {
     return;
   }
   if (g_notice.load()) {
+    // On a terminal the ^C (or a progress line) ends the line first.
     static const char msg[] =
         "\nxferbench: stopping after the measurement in flight (again to stop at once)\n";
-    const ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    const std::size_t skip = g_tty.load() ? 0 : 1;
+    const ssize_t n = write(STDERR_FILENO, msg + skip, sizeof msg - 1 - skip);
     (void)n;
   }
 }
@@ -58,6 +62,7 @@ void set_cycle(int cycle) { g_cycle = cycle; }
 
 void arm_stop_signals(bool print_notice) {
   g_notice = print_notice;
+  g_tty = isatty(STDERR_FILENO) == 1;
   if (g_armed) return;
   struct sigaction sa {};
   sa.sa_handler = on_signal;

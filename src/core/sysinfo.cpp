@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/timer.hpp"
+#include "core/units.hpp"
 
 namespace xb {
 
@@ -74,6 +75,18 @@ std::uint64_t available_memory() {
   while (in >> key >> kb >> unit)
     if (key == "MemAvailable:") return kb * 1024;
   return 0;
+}
+
+std::string memory_shortfall(const std::string& what, std::uint64_t need, const std::string& where,
+                             std::uint64_t avail) {
+  if (avail == 0 || need <= avail) return "";
+  return what + " needs " + format_capacity(need) + where + ", only " + format_capacity(avail) +
+         " is available";
+}
+
+std::string memory_shortfall(const std::string& what, std::uint64_t need,
+                             const std::string& where) {
+  return memory_shortfall(what, need, where, need ? available_memory() : 0);
 }
 
 std::optional<CpuTimes> parse_proc_stat(const std::string& text, double hz) {

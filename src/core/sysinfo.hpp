@@ -16,6 +16,15 @@ std::string os_name();         // PRETTY_NAME of /etc/os-release, "unknown" othe
 std::vector<int> allowed_cpus();
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.
 std::uint64_t available_memory();
+// The one check of what a size the user gave needs against the memory
+// there is, made before anything is allocated, so a size larger than memory
+// is a usage error (exit 2) and not std::bad_alloc: "" when `need` fits in
+// `avail` (0: unknown, taken to fit), else "WHAT needs NEED WHERE, only
+// AVAIL is available" (`where`: " on rank 1", " of device 0's memory").
+std::string memory_shortfall(const std::string& what, std::uint64_t need, const std::string& where,
+                             std::uint64_t avail);
+// The same against available_memory() (host memory).
+std::string memory_shortfall(const std::string& what, std::uint64_t need, const std::string& where);
 
 // A network interface as sysfs shows it (/sys/class/net/NAME): up, its
 // link rate, and whether a device backs it (a NIC, not a veth or bridge).

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "backend/common/hwloc_util.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
+#include "core/output_file.hpp"
 #include "core/schema.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/ucx.hpp"
@@ -47,24 +47,17 @@ EnvInfo env_of(const Backend& backend) {
 struct Output::State {
   RunOptions opts;
   Format format = Format::table;
-  std::ofstream stream;  // the -o file (jsonl: appended to as records come)
-  bool rewrite = false;  // -o is a regular file: rewritten atomically
+  std::ofstream stream;  // the -o file: a device's, or jsonl's appended records
+  bool rewrite = false;  // -o is a regular file (or none yet): replaced whole
   std::timed_mutex mu;   // the watcher of a lost rank writes too
   const Family* family = nullptr;
   Report partial;  // head + the records so far
   bool begun = false, done = false;
 
-  // The document of the records so far to the -o file, whole.
-  void write_whole(const std::string& text) {
-    if (!rewrite) return;
-    const std::string tmp = fmt::format("{}.tmp.{}", opts.output, getpid());
-    {
-      std::ofstream f(tmp, std::ios::out | std::ios::trunc);
-      f << text;
-      f.flush();
-      if (!f) return;  // best effort: the last good document stays
-    }
-    if (std::rename(tmp.c_str(), opts.output.c_str()) != 0) std::remove(tmp.c_str());
+  // A whole document to the -o file (core/output_file.hpp); "" or why not.
+  std::string write_whole(const std::string& text) {
+    if (!rewrite) return "";
+    return replace_file(opts.output, text);
   }
   void append(const std::string& text) {
     stream << text;
@@ -97,15 +90,27 @@ Output::Output(const RunOptions& opts) : st_(std::make_unique<State>()) {
   st_->opts = opts;
   st_->format = parse_format(opts.format);
   if (opts.output.empty()) return;
+  // Checked, not opened: a regular file keeps its document until a new whole
+  // one replaces it, so a run stopped before it writes leaves it as it was.
+  check_output(opts.output);
+  st_->rewrite = replaced_whole(opts.output);
+  if (st_->rewrite) return;
   st_->stream.open(opts.output, std::ios::out | std::ios::trunc);
   if (!st_->stream)
     throw UsageError(fmt::format("cannot write -o {}: {}", opts.output, std::strerror(errno)));
-  struct stat sb {};
-  st_->rewrite = ::stat(opts.output.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 Output::~Output() {
-  if (!st_->begun) return;
+  if (!st_->begun) {
+    // A family whose report is one document (gemm-ar) stopped before it.
+    if (const int sig = stop_signal(); sig && !st_->done)
+      std::fprintf(stderr, "xferbench: stopped by %s before the report%s\n",
+                   signal_name(sig).c_str(),
+                   st_->opts.output.empty()
+                       ? ""
+                       : fmt::format("; {} keeps what it held", st_->opts.output).c_str());
+    return;
+  }
   set_record_sink({});
   set_last_words({});
   disarm_stop_signals();
@@ -141,10 +146,18 @@ void Output::begin(const Family& f, Report head) {
   st_->begun = true;
   State* s = st_.get();
   if (!s->opts.output.empty()) {
-    if (s->format == Format::jsonl)
-      s->append(jsonl_head(s->partial));
-    else
-      s->write_whole(render(f, s->partial, s->format));
+    const bool jsonl = s->format == Format::jsonl;
+    const std::string first = jsonl ? jsonl_head(s->partial) : render(f, s->partial, s->format);
+    if (!s->rewrite) {
+      s->append(first);
+    } else if (const std::string why = s->write_whole(first); !why.empty()) {
+      throw RuntimeError(fmt::format("cannot write -o {}: {}", s->opts.output, why));
+    } else if (jsonl) {  // the records follow the head line as they come
+      s->stream.open(s->opts.output, std::ios::out | std::ios::app);
+      if (!s->stream)
+        throw RuntimeError(
+            fmt::format("cannot write -o {}: {}", s->opts.output, std::strerror(errno)));
+    }
   }
   set_record_sink([s](const Record& r) {
     std::lock_guard lock(s->mu);
@@ -175,9 +188,8 @@ void Output::emit(const std::function<std::string(Format)>& render) {
   const std::string text = render(st_->format);
   if (st_->rewrite) {
     st_->stream.close();
-    st_->write_whole(text);
-    std::ifstream check(st_->opts.output);
-    if (!check) throw RuntimeError(fmt::format("writing {} failed", st_->opts.output));
+    if (const std::string why = st_->write_whole(text); !why.empty())
+      throw RuntimeError(fmt::format("writing {} failed: {}", st_->opts.output, why));
   } else {
     st_->stream << text;
     st_->stream.flush();

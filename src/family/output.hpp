@@ -19,14 +19,18 @@ EnvInfo env_of(const Backend& backend);
 std::vector<std::pair<std::string, std::string>> software_versions();
 
 // Writes `render(format)` to -o FILE (the table also goes to stdout unless
-// --quiet) or to stdout. The file is opened before anything runs, so a bad
-// path is a usage error, not lost results.
+// --quiet) or to stdout. The path is checked before anything runs, so a bad
+// one is a usage error, not lost results; a regular file is never emptied
+// or opened for writing: every document goes to it whole, a temporary file
+// renamed over it (core/output_file.hpp), so until a run writes its first
+// document FILE keeps the previous one (doctor, list and topo write only
+// theirs at the end; a run of theirs that is stopped leaves FILE as it was).
 //
 // Nothing finished is lost: after begin(), every record a family passes to
 // record_done() (core/journal.hpp) is in the file at once, which always
 // holds a valid document of the records so far (json, csv and table
-// rewritten atomically, a temporary file renamed over it; jsonl appended
-// and flushed), and SIGINT/SIGTERM are armed. A run that ends before emit()
+// replaced whole; jsonl's head line replaces the file, then each record is
+// appended and flushed), and SIGINT/SIGTERM are armed. A run that ends before emit()
 // (a stop signal, an error, a lost rank) leaves the file with its records
 // and the summary "interrupted": true with what stopped it; on a stop the
 // report so far also goes to stdout and a line to stderr says where it

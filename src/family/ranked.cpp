@@ -45,6 +45,8 @@ void Ranked::begin(const Family& f, const std::string& command, Params params) {
   }
 }
 
+void Ranked::begin_whole() const { arm_stop_signals(rt->root()); }
+
 int Ranked::report(const Family& f, Report r, const RunOptions& opts) {
   r.env = env_of(*backend);
   r.env.ranks = rt->size();

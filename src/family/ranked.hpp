@@ -23,6 +23,11 @@ struct Ranked {
   // The run starts (Output::begin on rank 0; stop signals armed on every
   // rank, as stop_point(rt) needs).
   void begin(const Family& f, const std::string& command, Params params);
+  // The run starts for a family whose report is one document at its end
+  // (gemm-ar): stop signals armed on every rank (the notice from rank 0), so
+  // its stop points end a stopped run with 128 + signal; -o keeps what it
+  // held until report().
+  void begin_whole() const;
   // Fills the environment, prints from rank 0 only, returns the exit code.
   int report(const Family& f, Report r, const RunOptions& opts);
 };

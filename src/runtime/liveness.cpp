@@ -39,8 +39,15 @@ double peer_timeout_from_env() {
   errno = 0;
   const double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || errno != 0 || !std::isfinite(s) || s < 0 || s > 86400)
-    throw UsageError(
-        fmt::format("XFERBENCH_PEER_TIMEOUT='{}': want seconds from 0 (no watch) to 86400", v));
+    throw UsageError(fmt::format(
+        "XFERBENCH_PEER_TIMEOUT='{}': want seconds from 0 (no watch) to 86400, at least {:g} "
+        "when watching",
+        v, kPeerTimeoutFloorS));
+  if (s > 0 && s < kPeerTimeoutFloorS)
+    throw UsageError(fmt::format(
+        "XFERBENCH_PEER_TIMEOUT='{}': at least {:g} s (two heartbeats of {:g} s; a shorter "
+        "timeout takes healthy ranks for lost ones), or 0 for no watch",
+        v, kPeerTimeoutFloorS, kHeartbeatS));
   return s;
 }
 
@@ -133,7 +140,7 @@ std::optional<PeerWatch::Lost> PeerWatch::check(double now) const {
   return std::nullopt;
 }
 
-double PeerWatch::heartbeat_s() const { return std::min(0.5, timeout_s_ / 4); }
+double PeerWatch::heartbeat_s() const { return std::min(kHeartbeatS, timeout_s_ / 4); }
 
 // --- writing without stdio -----------------------------------------------------------
 

@@ -21,8 +21,14 @@
 
 namespace xb {
 
+// The longest heartbeat period, and the shortest timeout a user may ask for:
+// two such periods (a busy node delays a heartbeat by a few hundred ms).
+inline constexpr double kHeartbeatS = 0.5;
+inline constexpr double kPeerTimeoutFloorS = 2 * kHeartbeatS;
+
 // XFERBENCH_PEER_TIMEOUT: seconds of silence before a peer is declared lost
-// (default 30; 0 turns the watch off). Throws UsageError on a malformed value.
+// (default 30; 0 turns the watch off). Throws UsageError on a malformed value
+// or one below kPeerTimeoutFloorS (but 0).
 double peer_timeout_from_env();
 
 // The judging, pure (tested without sockets): fed the lines peers send and

@@ -1,11 +1,16 @@
 #include "runtime/runtime.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -196,6 +201,41 @@ std::vector<std::string> launcher_command(int ranks) {
   return cmd;
 }
 
+namespace {
+
+std::atomic<pid_t> g_launcher{0};   // the launcher's pid, once it runs
+std::atomic<int> g_stopped_by{0};   // the first SIGINT/SIGTERM this process got
+std::atomic<bool> g_passed{false};  // a signal went on to the launcher
+
+void pass_on(int sig) {
+  int none = 0;
+  g_stopped_by.compare_exchange_strong(none, sig);
+  if (const pid_t pid = g_launcher.load(); pid > 0) {
+    kill(pid, sig);
+    g_passed = true;
+  }
+}
+
+// The child's side of the fork: only async-signal-safe calls. An exec that
+// fails writes its errno to `report` (closed on a good exec).
+[[noreturn]] void exec_launcher(char* const* argv, int report) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);  // this process gone: the run ends too
+  // In a group of its own it may not read a terminal (SIGTTIN would stop
+  // it); the ranks read nothing.
+  if (isatty(STDIN_FILENO) == 1) {
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, STDIN_FILENO);
+  }
+  execvp(argv[0], argv);
+  const int err = errno;
+  ssize_t n = write(report, &err, sizeof err);
+  (void)n;
+  _exit(127);
+}
+
+}  // namespace
+
 void reexec_under_mpiexec(int ranks, int argc, char** argv) {
   char self[PATH_MAX] = {};
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -215,11 +255,40 @@ void reexec_under_mpiexec(int ranks, int argc, char** argv) {
   args.reserve(cmd.size() + 1);
   for (auto& c : cmd) args.push_back(c.data());
   args.push_back(nullptr);
-  execvp(args[0], args.data());
-  throw RuntimeError(
-      fmt::format("cannot run {}: {} (the MPI launcher this xferbench was built "
-                  "with; XFERBENCH_MPIEXEC names another)",
-                  cmd[0], std::strerror(errno)));
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) throw RuntimeError("cannot start the launcher: no pipe");
+  struct sigaction sa {};
+  sa.sa_handler = pass_on;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) exec_launcher(args.data(), report[1]);
+  close(report[1]);
+  if (pid < 0) {
+    close(report[0]);
+    throw RuntimeError(fmt::format("cannot start {}: {}", cmd[0], std::strerror(errno)));
+  }
+  setpgid(pid, pid);  // as the child does: whichever runs first
+  g_launcher = pid;
+  if (const int sig = g_stopped_by.load(); sig && !g_passed.load())
+    kill(pid, sig);  // it came before the pid was known
+  int err = 0;
+  ssize_t got = 0;
+  while ((got = read(report[0], &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  close(report[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (got == static_cast<ssize_t>(sizeof err))
+    throw RuntimeError(
+        fmt::format("cannot run {}: {} (the MPI launcher this xferbench was built "
+                    "with; XFERBENCH_MPIEXEC names another)",
+                    cmd[0], std::strerror(err)));
+  if (const int sig = g_stopped_by.load()) throw LauncherDone(128 + sig);
+  throw LauncherDone(WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1);
 }
 
 }  // namespace xb

@@ -5,6 +5,7 @@
 // windows) or by one-sided get/put across hosts (MPI RMA windows).
 // MPI types stay inside runtime/mpi_runtime.cpp.
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -186,9 +187,27 @@ std::string mpi_library_name(const std::string& version_text);
 // XFERBENCH_MPIEXEC when set. The program and its arguments follow.
 std::vector<std::string> launcher_command(int ranks);
 
-// `--ranks N` outside a launcher: replaces this process with
-// `launcher_command(N) <this binary> <args without --ranks>`; returns only
-// on failure (throws RuntimeError).
+// The end of a process whose run happened in its launcher's ranks
+// (reexec_under_mpiexec): main() exits with code().
+class LauncherDone : public std::exception {
+ public:
+  explicit LauncherDone(int code) : code_(code) {}
+  int code() const { return code_; }
+  const char* what() const noexcept override { return "the launcher ended"; }
+
+ private:
+  int code_;
+};
+
+// `--ranks N` outside a launcher: runs `launcher_command(N) <this binary>
+// <args without --ranks>` as a child, in a process group of its own, and
+// waits for it. SIGINT and SIGTERM sent to this process (a Ctrl-C reaches
+// only this one's group) go on to the launcher, which passes them to the
+// ranks. Throws LauncherDone with the code to exit with: 128 + the first
+// such signal when the run was stopped, whatever the launcher returned
+// (MPICH's hydra returns 0 for a stopped run when its proxy reaps a rank
+// after its own clean-up began), else the launcher's code (128 + signal if
+// it died of one). Throws RuntimeError when the launcher cannot start.
 [[noreturn]] void reexec_under_mpiexec(int ranks, int argc, char** argv);
 
 }  // namespace xb

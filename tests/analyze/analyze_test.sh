@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # plot, report and compare on real result files of every command.
-#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | doctor_report | fleet_report | compare | bad_input | min_bw | v1_files)
+#   analyze_test.sh XFERBENCH MPIEXEC SCENARIO   (plots | report | doctor_report | fleet_report | compare | bad_input | bad_output | min_bw | v1_files)
 set -u
 xb=$1; mpiexec=$2; scenario=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -177,6 +177,35 @@ bad_input)
   done
   expect2 "--threshold 'lots' must be like 5%" "$xb" compare "$tmp/good.json" "$tmp/good.json" --threshold lots
   expect2 "-o must end in .png or .svg" "$xb" plot "$tmp/good.json" -o "$tmp/x.gif"
+  ;;
+bad_output)
+  # -o is checked before Python runs (one line, exit 2), and may not be an input; a write
+  # that fails anyway (/dev/full) is one line from the script, exit 1, no traceback.
+  "$xb" copy -t d2d -s 4K -n 2 --format json -o "$tmp/good.json" -q
+  cp "$tmp/good.json" "$tmp/good.before"
+  expect2 "cannot write -o $tmp/missing/out.png: No such file or directory" \
+    "$xb" plot "$tmp/good.json" -o "$tmp/missing/out.png"
+  expect2 "cannot write -o $tmp/missing/r.html: No such file or directory" \
+    "$xb" report "$tmp/good.json" -o "$tmp/missing/r.html"
+  expect2 "cannot write -o $tmp: Is a directory" "$xb" report "$tmp/good.json" -o "$tmp"
+  expect2 "-o $tmp/good.json is the input $tmp/good.json: it would be overwritten" \
+    "$xb" report "$tmp/good.json" -o "$tmp/good.json"
+  ln "$tmp/good.json" "$tmp/same.json"  # another name, the same file
+  expect2 "-o $tmp/same.json is the input $tmp/good.json" \
+    "$xb" report "$tmp/good.json" -o "$tmp/same.json"
+  cmp -s "$tmp/good.json" "$tmp/good.before" || fail "report overwrote its input"
+  if "$xb" plot "$tmp/good.json" -o "$tmp/probe.png" 2>"$tmp/probe.err"; then
+    ln -s /dev/full "$tmp/full.png"  # plot takes only .png or .svg names
+    for cmd in "plot $tmp/good.json -o $tmp/full.png" "report $tmp/good.json -o /dev/full"; do
+      $xb $cmd >"$tmp/out.log" 2>"$tmp/err.log"; rc=$?
+      [ $rc -eq 1 ] || fail "exit $rc, expected 1: $cmd"
+      [ "$(wc -l <"$tmp/err.log")" -eq 1 ] || fail "expected one stderr line: $(cat "$tmp/err.log")"
+      grep -q "cannot write .*No space left on device" "$tmp/err.log" || fail "$(cat "$tmp/err.log")"
+    done
+    echo "ok [$scenario]: up-front checks, and /dev/full in one line"
+  else
+    echo "ok [$scenario]: up-front checks; the /dev/full write not tried: $(cat "$tmp/probe.err")"
+  fi
   ;;
 min_bw)
   "$xb" copy -t d2d -s 64K -n 3 --min-bw 1000000 -q >/dev/null 2>"$tmp/err.log"; rc=$?

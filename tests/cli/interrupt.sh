@@ -4,7 +4,8 @@
 # Each scenario starts a long run with -o, waits until the file holds a
 # record, stops it, and checks: the exit code (130 SIGINT, 143 SIGTERM, 1 a
 # lost rank), that the file parses (`compare FILE FILE` reads it), holds as
-# many records as the stop line says were done, is marked interrupted (json
+# many records as the stop line says were done (and stderr, a file, has no
+# blank line before it), is marked interrupted (json
 # and jsonl: the summary), and that `report` reads it where matplotlib is.
 set -u
 xb=$1 mpiexec=$2 scenario=$3
@@ -55,6 +56,8 @@ finish() {  # finish WANT_RC [STOPPED_BY]: waits, then checks the file
   if [ -n "$by" ]; then
     grep -Eq "stopped by $by after $n records?" "$tmp/err" ||
       fail "the stop line does not say $n records: $(grep stopped "$tmp/err")"
+    # stderr is a file here: the notice starts a line of its own only on a terminal
+    grep -qx '' "$tmp/err" && fail "a blank line on stderr (not a terminal)"
   fi
   if [ "$fmt" != csv ]; then
     grep -Eq '"interrupted": ?true' "$file" || fail "$file is not marked interrupted"
@@ -93,10 +96,16 @@ case $scenario in
     echo "ok [$scenario]: exit $rc, $(records "$file" json) records kept"
     ;;
   coll_sigint_launcher)  # hydra forwards it to the ranks, which stop with 130; what
-    # mpiexec itself then exits with is hydra's choice (130, or 0 after its own abort notice)
+    # mpiexec itself then exits with is hydra's choice: 130, or 0 when its proxy reaps a rank
+    # after its own clean-up began (README: read stopped_by in the file, or the stop line)
     start json "${coll[@]}"
     kill -INT $pid
     finish "130|0" SIGINT
+    ;;
+  coll_sigint_ranks)  # --ranks 2 starts the launcher itself: a stop is 130, whatever hydra says
+    start json "$xb" coll allreduce --ranks 2 --backend host -b 8 -e 256M -n 50
+    kill -INT $pid
+    finish 130 SIGINT
     ;;
   coll_sigterm_one_rank)  # one rank's signal stops every rank at the same point
     start jsonl "${coll[@]}"

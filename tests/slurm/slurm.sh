@@ -26,6 +26,10 @@
 #           #wrong 0; a build against MPICH (Debian's speaks PMI only) either
 #           does the same or is refused: exit 2, one line naming the fix,
 #           never N tables of 1 rank
+#   sbatch  docs/examples/fleet.sbatch as it is written (its --time, its
+#           srun), on one node with 3 tasks: the job starts (not left
+#           pending by the partition's MaxTime), ends 0 or 1, and
+#           fleet-JOB.json has "summary"
 #   doctor  srun -N 1 --ntasks-per-node=1 --mpi=pmi2 xferbench doctor --quick
 #           -o d-{host}.json: doctor runs on the node (as operators schedule
 #           a node check on every node at once), the file named by host; and
@@ -48,8 +52,8 @@ step_s=${XB_SLURM_STEP_S:-60}
 skip() { echo "SKIP: $*"; exit 77; }
 
 case $scenario in
-  coll|salloc|nopmi|fleet|pmix2|pmix3|doctor) ;;
-  *) echo "slurm.sh: unknown scenario '$scenario' (coll, salloc, nopmi, fleet, pmix2, pmix3, doctor)" >&2; exit 2 ;;
+  coll|salloc|nopmi|fleet|sbatch|pmix2|pmix3|doctor) ;;
+  *) echo "slurm.sh: unknown scenario '$scenario' (coll, salloc, nopmi, fleet, sbatch, pmix2, pmix3, doctor)" >&2; exit 2 ;;
 esac
 # slurmd must run as root to start tasks as the job's user (root here).
 [ "$(id -u)" = 0 ] || skip "a private slurmd needs root (running as uid $(id -u))"
@@ -231,6 +235,9 @@ SchedulerType=sched/builtin
 ReturnToService=2
 SlurmdParameters=config_overrides
 # Fast start and fast turnaround for a test: short timeouts, no kill wait.
+# MaxTime (minutes, the partition's below) is above what the batch examples
+# ask (docs/examples/fleet.sbatch: --time=00:30:00): a job asking more than
+# MaxTime pends for ever (PartitionTimeLimit). Every step runs under timeout.
 SlurmdTimeout=30
 SlurmctldTimeout=30
 MessageTimeout=10
@@ -240,7 +247,7 @@ InactiveLimit=0
 # No mail: Debian's default MailProg (mail) is not installed and slurmctld says so.
 MailProg=/bin/true
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
-PartitionName=xb Nodes=$node Default=YES MaxTime=10 State=UP OverSubscribe=YES
+PartitionName=xb Nodes=$node Default=YES MaxTime=60 State=UP OverSubscribe=YES
 EOF
 
 # --- the daemons --------------------------------------------------------------
@@ -372,6 +379,19 @@ case $scenario in
     tables=$(grep -c '^verdicts:' "$out")
     [ "$tables" = 1 ] || fail "$tables doctor tables from two tasks on one node, expected 1"
     ok "srun doctor: one per node writes d-{host}.json; of two tasks on one node one runs it"
+    ;;
+  sbatch)
+    # The example's own #SBATCH lines but --nodes (one node here, 3 ranks on it).
+    example=$(cd "$(dirname "$0")/../../docs/examples" && pwd)/fleet.sbatch
+    run sbatch --wait --nodes=1 --ntasks-per-node=3 --chdir="$tmp" --export="ALL,XFERBENCH=$xb" \
+      "$example"
+    job=$(grep -o 'Submitted batch job [0-9]*' "$out" | grep -o '[0-9]*$')
+    [ -n "$job" ] || fail "sbatch did not submit the job"
+    [ $rc = 124 ] && fail "job $job did not end within ${step_s} s: $(timeout 5 squeue -h -j "$job" -o '%T %r' 2>&1)"
+    [ $rc = 0 ] || [ $rc = 1 ] || fail "sbatch --wait fleet.sbatch exited $rc, expected 0 or 1 (job $job)"
+    has=$(json_get "$tmp/fleet-$job.json" '"summary" in d')
+    [ "$has" = True ] || fail "fleet-$job.json has no \"summary\": $(tail -5 "$tmp/fleet-$job.out" 2>&1)"
+    ok "sbatch fleet.sbatch (--time as written): exit $rc, fleet-$job.json has a summary"
     ;;
   fleet)
     run srun -n 3 --mpi=pmi2 "$xb" fleet --backend host --format json -o "$tmp/f.json"

@@ -81,6 +81,13 @@ TEST(CollModel, Names) {
   EXPECT_EQ(parse_dtypes("float,float,bf16,float"),
             (std::vector<DType>{DType::float32, DType::bf16}));  // each once
   EXPECT_EQ(parse_dtypes("all,float").size(), 10u);
+  // The list --help and the errors show comes from the parser's table.
+  std::string every;
+  for (DType t : parse_dtypes("all"))
+    every += std::string(every.empty() ? "" : ", ") + to_string(t);
+  EXPECT_EQ(dtype_names(), every);
+  EXPECT_NE(dtype_names().find("fp8e4m3, fp8e5m2"), std::string::npos);
+  EXPECT_EQ(redop_names(), "sum, prod, min, max, avg");
   EXPECT_EQ(parse_redops("all").size(), 5u);
   EXPECT_THROW(parse_redops("xor"), UsageError);
 }

@@ -141,6 +141,27 @@ TEST(HostThrottle, ParsesDevicesDirectionsAndPairs) {
   EXPECT_THROW(parse_throttle("host-1:0.5"), UsageError);
 }
 
+TEST(HostThrottle, EntriesMustNameSomethingOfTheRun) {
+  using host::check_throttle_targets;
+  using host::parse_throttle;
+  const auto ok = [](const char* text, int devices, int ranks) {
+    check_throttle_targets(text, parse_throttle(text), devices, ranks);
+  };
+  EXPECT_NO_THROW(ok("1:0.4,0-1:0.5,host:0.5,rank1:0.5:tx,rank0-rank1:0.5", 2, 2));
+  for (const char* bad : {"2:0.4", "0-5:0.5", "0-0:0.5", "rank2:0.5", "rank1-rank1:0.5",
+                          "rank0-rank7:0.5", "0:0.5,2:0.5:h2d"})
+    EXPECT_THROW(ok(bad, 2, 2), UsageError) << bad;
+  EXPECT_THROW(ok("1:0.4", 1, 1), UsageError);
+  try {
+    ok("rank9:0.5", 1, 1);
+    ADD_FAILURE() << "rank9:0.5 in a 1-rank run accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "XFERBENCH_HOST_THROTTLE='rank9:0.5': 'rank9:0.5' names rank 9, but this run has "
+                 "1 rank (0..0)");
+  }
+}
+
 TEST(HostThrottle, RanksSlowWhatTheySendReceiveOrShare) {
   using host::parse_throttle;
   using host::rank_throttle;

@@ -128,7 +128,8 @@ TEST(PeerTimeout, ReadFromTheEnvironment) {
   EXPECT_EQ(with(""), 30);
   EXPECT_EQ(with("0"), 0);
   EXPECT_EQ(with("2.5"), 2.5);
-  for (const char* bad : {"abc", "-1", "5x", "nan", "inf", "1e9"})
+  EXPECT_EQ(with("1"), kPeerTimeoutFloorS);
+  for (const char* bad : {"abc", "-1", "5x", "nan", "inf", "1e9", "0.01", "0.5", "0.99"})
     EXPECT_THROW(with(bad), UsageError) << bad;
   unsetenv("XFERBENCH_PEER_TIMEOUT");
 }

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/huge_pages.hpp"
 #include "core/sysinfo.hpp"
+#include "runtime/runtime.hpp"
 
 namespace xb {
 
@@ -101,8 +102,8 @@ struct HostBackend::Topo {
 };
 
 HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
-  if (const char* t = std::getenv("XFERBENCH_HOST_THROTTLE"); t && *t)
-    throttles_ = parse_throttle(t);
+  const char* throttle = std::getenv("XFERBENCH_HOST_THROTTLE");
+  if (throttle && *throttle) throttles_ = parse_throttle(throttle);
   hwloc_topology_t t = topo_->hwloc.get();
   const int nnodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < nnodes; ++i) {
@@ -123,6 +124,10 @@ HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
                         static_cast<int>(node.os_index), node.memory});
     devices_.back().cores = static_cast<int>(node.cpus.size());
   }
+  // Rank entries are judged against the processes the launcher started
+  // (1 without one): the backend exists before MPI does.
+  check_throttle_targets(throttle ? throttle : "", throttles_, ndev,
+                         std::max(1, launch_seen().size));
 }
 
 HostBackend::~HostBackend() {

@@ -66,10 +66,30 @@ std::vector<Throttle> parse_throttle(const std::string& text) {
         (t.rank ? t.dir != "tx" && t.dir != "rx"
                 : t.dir != "h2d" && t.dir != "d2h" && t.dir != "d2d" && t.dir != "p2p"))
       throw bad(item);
+    t.item = item;
     out.push_back(t);
     pos = end + 1;
   }
   return out;
+}
+
+void check_throttle_targets(const std::string& text, const std::vector<Throttle>& t, int devices,
+                            int ranks) {
+  for (const Throttle& e : t) {
+    const char* what = e.rank ? "rank" : "device";
+    const int count = e.rank ? ranks : devices;
+    const auto refuse = [&](const std::string& why) {
+      throw UsageError(fmt::format("XFERBENCH_HOST_THROTTLE='{}': '{}' {}", text, e.item, why));
+    };
+    if (e.peer >= 0 && e.peer == e.device)
+      refuse(fmt::format("pairs {} {} with itself (a pair is two different {}s)", what, e.device,
+                         what));
+    for (const int id : {e.device, e.peer})
+      if (id >= count)
+        refuse(fmt::format("names {} {}, but {} has {} {}{} (0..{})", what, id,
+                           e.rank ? "this run" : "the host backend", count, what,
+                           count == 1 ? "" : "s", count - 1));
+  }
 }
 
 double throttle_factor(const std::vector<Throttle>& t, const std::string& dir, int a, int b) {

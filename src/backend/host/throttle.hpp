@@ -22,10 +22,18 @@ struct Throttle {
   double factor = 1;
   std::string dir;    // "" = every direction
   bool rank = false;  // rankR / rankA-rankB: device and peer are ranks
+  std::string item;   // as written, for the messages
 };
 
 // Throws UsageError naming the variable for a malformed list.
 std::vector<Throttle> parse_throttle(const std::string& text);
+
+// Throws UsageError naming the first entry that names nothing of this run
+// (a device beyond `devices`, a rank beyond `ranks`, a device or rank paired
+// with itself) and what exists: an entry that matches no copy would be
+// silently ignored, and a test relying on it would measure nothing slow.
+void check_throttle_targets(const std::string& text, const std::vector<Throttle>& t, int devices,
+                            int ranks);
 
 // The factor for a copy in direction `dir` ("h2d", "d2h", "d2d", "p2p",
 // "h2h") between devices `a` and `b` (-1 for host memory): the product of

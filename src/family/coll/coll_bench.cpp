@@ -23,7 +23,8 @@ struct CollBuffers {
   std::vector<std::byte> host;  // staging for fill and check
 };
 
-CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, const CollCase& c) {
+// The largest send and receive counts (elements) of a case over the sizes.
+std::pair<std::size_t, std::size_t> largest_counts(const CollConfig& cfg, const CollCase& c) {
   std::size_t send = 0, recv = 0;
   for (Bytes n : cfg.sizes) {
     if (coll_fit(c, n) == 0) continue;
@@ -31,6 +32,11 @@ CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, cons
     send = std::max(send, k.send);
     recv = std::max(recv, k.recv);
   }
+  return {send, recv};
+}
+
+CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, const CollCase& c) {
+  const auto [send, recv] = largest_counts(cfg, c);
   const std::size_t es = dtype_size(c.dtype);
   CollBuffers bufs;
   bufs.send = b.allocate(comm.buffer_kind(), comm.device(), std::max<Bytes>(send * es, 1));
@@ -296,6 +302,30 @@ void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
     throw UsageError("nothing to run: both in-place and out-of-place are off");
   if (cfg.iters < 1) throw UsageError("-n must be at least 1");
   check_skew(cfg.skew, nranks);
+}
+
+std::string coll_memory_shortfall(Backend& backend, Communicator& comm, const CollConfig& cfg) {
+  // One (collective, dtype) holds its buffers at a time: the largest decides.
+  // host memory holds the buffers too (host backend, pinned or pageable buffers)
+  const bool host = comm.buffer_kind() != MemKind::device || backend.name() == "host";
+  if (cfg.sizes.empty()) return "";
+  for (CollOp op : cfg.ops)
+    for (DType t : cfg.dtypes) {
+      const CollCase c{op, t, RedOp::sum, comm.size(), cfg.root, cfg.skew};
+      const auto [send, recv] = largest_counts(cfg, c);
+      const long double es = static_cast<long double>(dtype_size(t));
+      const long double most = static_cast<long double>(std::max(send, recv)) * es;
+      // send, receive and in-place buffers, and the host's staging copy
+      const long double bytes = static_cast<long double>(send + recv) * es + most * (host ? 2 : 1);
+      const Bytes need = bytes >= 1.8e19L ? ~Bytes{0} : static_cast<Bytes>(bytes);
+      const Bytes avail = need ? backend.free_memory(comm.buffer_kind(), comm.device()) : 0;
+      const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+      std::string s = memory_shortfall(
+          fmt::format("{} {} at {}", to_string(op), to_string(t), format_size(biggest)), need,
+          fmt::format(" on rank {}", comm.rank()), avail);
+      if (!s.empty()) return s;
+    }
+  return "";
 }
 
 CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const CollConfig& cfg) {

@@ -92,6 +92,12 @@ void register_coll(Registry& registry);
 // With `comm`, also that it can do what cfg asks (--graph needs a stream).
 void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm = nullptr);
 
+// The memory the buffers of the largest (collective, dtype) need on this
+// rank against what its communicator's memory has (core/sysinfo.hpp's
+// memory_shortfall): "" when they fit. Agreed and refused before anything
+// is allocated.
+std::string coll_memory_shortfall(Backend& backend, Communicator& comm, const CollConfig& cfg);
+
 struct CollResult {
   std::vector<Record> records;  // identical on every rank
   Params summary;               // avg_busbw_<op>

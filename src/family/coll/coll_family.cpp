@@ -133,6 +133,9 @@ class CollFamily final : public Family {
         start_ranked(*this, run_, inv, [&](Runtime& rt, Backend&) { finish_config(rt.size()); });
     auto comm = r.backend->communicator(*r.rt);
     validate_coll(r.rt->size(), cfg_, comm.get());
+    if (const std::string s = r.rt->agree(coll_memory_shortfall(*r.backend, *comm, cfg_));
+        !s.empty())
+      throw UsageError(s);
     Params params = this->params(r.rt->size());
     params.emplace_back("timed_by",
                         timed_by(*comm) + (cfg_.graph ? ", captured in a graph and replayed" : ""));

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
+#include "core/sysinfo.hpp"
 #include "family/copy/copy_plan.hpp"
 
 namespace xb {
@@ -253,10 +254,11 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg) {
     for (int d = 0; d < n; ++d) {
       const Bytes need = g.footprint(d, biggest);
       const Bytes free = need ? backend.free_memory(MemKind::device, d) : 0;
-      if (free && need > free)
-        throw UsageError(
-            fmt::format("{} at {} needs {} of device {}'s memory, only {} is available", g.label(),
-                        format_size(biggest), format_capacity(need), d, format_capacity(free)));
+      if (const std::string s =
+              memory_shortfall(fmt::format("{} at {}", g.label(), format_size(biggest)), need,
+                               fmt::format(" of device {}'s memory", d), free);
+          !s.empty())
+        throw UsageError(s);
     }
   }
 }

@@ -273,6 +273,10 @@ int FleetFamily::run(const Invocation& inv) {
         members.push_back(k);
     if (err.empty() && members.size() < 2)
       err = fmt::format("--exclude leaves {} host(s): fleet needs at least 2", members.size());
+    if (err.empty())  // a send and a receive buffer of -s (fleet_pairs.hpp: PairBuffers)
+      err = memory_shortfall(fmt::format("-s {}", format_size(cfg_.pair.size)),
+                             cfg_.pair.size > ~Bytes{0} / 2 ? ~Bytes{0} : 2 * cfg_.pair.size,
+                             fmt::format(" on rank {}", rt.rank()));
     err = rt.agree(err);
     if (!err.empty()) throw UsageError(err);
   });

@@ -10,6 +10,7 @@
 #include "core/stats.hpp"
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
+#include "family/cycles.hpp"
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/gemm_ar_op.hpp"
 #include "family/gemm_ar/gemm_ar_phases.hpp"
@@ -199,9 +200,8 @@ void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
         window_layout(t, cfg.comm_workers).bytes * static_cast<Bytes>(rt.size()) +
         static_cast<Bytes>(t.Mp * cfg.shape.K + cfg.shape.K * t.Np + 2 * t.Mp * t.Np) * 4 *
             static_cast<Bytes>(rt.size());
-    if (available_memory() && need > available_memory())
-      throw UsageError(fmt::format("the shape needs {} on this host, only {} is available",
-                                   format_capacity(need), format_capacity(available_memory())));
+    if (const std::string s = memory_shortfall("the shape", need, " on this host"); !s.empty())
+      throw UsageError(s);
   } catch (const UsageError& e) {
     err = e.what();
   }
@@ -209,13 +209,14 @@ void validate_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   if (!err.empty()) throw UsageError(err);
 }
 
-void interleave(const GemmArConfig& cfg, const std::function<void(bool)>& apart,
+void interleave(Runtime& rt, const GemmArConfig& cfg, const std::function<void(bool)>& apart,
                 const std::function<void(bool)>& sequential,
                 const std::function<void(bool)>& pipelined) {
   const bool all = cfg.mode == GemmArMode::all;
   const bool seq = all || cfg.mode == GemmArMode::sequential;
   const bool pipe = all || cfg.mode == GemmArMode::pipelined;
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+    stop_point(&rt);  // every rank, in step
     const bool keep = it >= cfg.warmup;
     if (it % 2 == 0) {
       if (all) apart(keep);
@@ -292,7 +293,7 @@ GemmArResult run_gemm_ar(Runtime& rt, const GemmArConfig& cfg) {
   std::vector<float> mpi_out(op.C().size());
   Phases ph;
   interleave(
-      cfg, [&](bool keep) { measure_apart(rt, op, *comm, mpi_out, keep, ph); },
+      rt, cfg, [&](bool keep) { measure_apart(rt, op, *comm, mpi_out, keep, ph); },
       [&](bool keep) { measure_sequential(rt, op, keep, ph); },
       [&](bool keep) { measure_pipelined(rt, op, keep, ph); });
   GemmArOutcome o;

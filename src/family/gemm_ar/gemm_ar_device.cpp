@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "family/agree.hpp"
+#include "family/cycles.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/gemm_ar_phases.hpp"
@@ -89,6 +90,7 @@ GemmArOutcome outcome(const GemmArConfig& cfg, const FusedPlan& plan, const std:
 Record interference(Runtime& rt, FusedGemmAllReduce& op, const GemmArConfig& cfg, int blocks) {
   std::vector<double> c, m, bc, bm, both;
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+    stop_point(&rt);  // every rank, in step
     const bool keep = it >= cfg.warmup;
     // comm last: the GEMM of `interference` rewrites C under the comm
     // (same values), so the output checked afterwards comes from comm alone.
@@ -170,7 +172,7 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
   res.library_note = lib.why_not;
   Phases ph;
   interleave(
-      cfg,
+      rt, cfg,
       [&](bool keep) {
         const double c = run_max(rt, *op, FusedPhase::compute).compute_us;
         const double m = run_max(rt, *op, FusedPhase::comm).comm_us;

@@ -234,6 +234,7 @@ Examples:
       if (rt.agree(cfg_.cpus.empty() ? "unbound" : "") != "") cfg_.cpus.clear();
       validate_gemm_ar(rt, cfg_);
     });
+    r.begin_whole();
     const bool host = r.backend->name() == "host";
     GemmArResult res;
     if (host && !host_blas()) {

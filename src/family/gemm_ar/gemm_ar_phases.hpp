@@ -20,7 +20,9 @@ struct Phases {
 // within each iteration in alternating order, so drift over the run (clocks,
 // caches, neighbours) hits them alike. Each callback gets `keep` (false
 // during warm-up). `apart`: compute alone, comm alone and the library.
-void interleave(const GemmArConfig& cfg, const std::function<void(bool)>& apart,
+// Collective: each iteration starts with a stop point (family/cycles.hpp),
+// so a stopped run ends on every rank at the same place (exit 128 + signal).
+void interleave(Runtime& rt, const GemmArConfig& cfg, const std::function<void(bool)>& apart,
                 const std::function<void(bool)>& sequential,
                 const std::function<void(bool)>& pipelined);
 

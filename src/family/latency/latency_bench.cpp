@@ -230,10 +230,16 @@ void validate_latency(Runtime& rt, const LatencyConfig& cfg) {
     else if (cfg.chain / kChaseLine > kChaseMaxLines)
       err = fmt::format("--chain {}: at most {} (2^32 lines)", format_size(cfg.chain),
                         format_size(kChaseMaxLines * kChaseLine));
-    else if (const Bytes avail = available_memory(); avail && cfg.chain > avail)
-      err = fmt::format("--chain {} needs {} on rank {}, only {} is available",
-                        format_size(cfg.chain), format_capacity(cfg.chain), rt.rank(),
-                        format_capacity(avail));
+    else
+      err = memory_shortfall(fmt::format("--chain {}", format_size(cfg.chain)), cfg.chain,
+                             fmt::format(" on rank {}", rt.rank()));
+  }
+  if (err.empty() && cfg.pingpong && !cfg.sizes.empty() && rt.rank() <= 1) {
+    // Ranks 0 and 1 hold a send and a receive buffer of the largest size.
+    const Bytes biggest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+    const Bytes need = biggest > ~Bytes{0} / 2 ? ~Bytes{0} : 2 * biggest;
+    err = memory_shortfall(fmt::format("a {} ping-pong", format_size(biggest)), need,
+                           fmt::format(" on rank {}", rt.rank()));
   }
   const auto digests = rt.allgather(latency_digest(cfg));
   for (int r = 1; err.empty() && r < rt.size(); ++r)

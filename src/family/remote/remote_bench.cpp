@@ -163,12 +163,10 @@ void validate_remote(Runtime& rt, const RemoteConfig& cfg) {
     const Bytes cap = std::numeric_limits<Bytes>::max() / 4;
     const Bytes biggest = largest > cap / slots ? cap : largest * slots;
     const Bytes need = 3 * biggest + cfg.copier.tile;  // window, local buffer, peer view
-    const Bytes avail = available_memory();
-    if (avail && need > avail)
-      err = fmt::format("a {} window{} needs {} on rank {}, only {} is available",
-                        format_size(largest),
-                        slots > 1 ? fmt::format(" of {} messages", slots) : std::string(),
-                        format_capacity(need), rt.rank(), format_capacity(avail));
+    err = memory_shortfall(
+        fmt::format("a {} window{}", format_size(largest),
+                    slots > 1 ? fmt::format(" of {} messages", slots) : std::string()),
+        need, fmt::format(" on rank {}", rt.rank()));
   }
   err = rt.agree(err);
   if (!err.empty()) throw UsageError(err);
