@@ -83,11 +83,9 @@ class CollFamily final : public Family {
     add_size_options(app, sizes_, "64K", "64M", "4");
     app.add_option("-c,--check", check_, "check results: 1 (default) or 0 (nccl-tests -c)")
         ->check(CLI::Range(0, 1));
-    app.add_option("-d,--dtype", dtypes_,
-                   "int8, uint8, int32, int64, half, bf16, float, double, comma list or all")
+    app.add_option("-d,--dtype", dtypes_, dtype_names() + ", comma list or all")
         ->default_str("float");
-    app.add_option("--redop", redops_,
-                   "sum, prod, min, max, avg, comma list or all (nccl-tests -o)")
+    app.add_option("--redop", redops_, redop_names() + ", comma list or all (nccl-tests -o)")
         ->default_str("sum");
     app.add_option("-r,--root", cfg_.root, "root of broadcast, reduce, gather and scatter")
         ->default_str("0");
