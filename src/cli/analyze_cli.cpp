@@ -73,7 +73,11 @@ int spawn(const std::string& py, const std::string& script, std::vector<std::str
 
 int run_script(const std::vector<std::string>& args) {
   const std::string script = plot_script();
-  if (!fs::exists(script)) throw RuntimeError(fmt::format("plot script not found at {}", script));
+  if (!fs::exists(script)) {
+    if (std::getenv("XFERBENCH_PLOT_SCRIPT"))  // the user's setting names nothing: bad usage
+      throw UsageError(fmt::format("XFERBENCH_PLOT_SCRIPT={}: no such file", script));
+    throw RuntimeError(fmt::format("plot script not found at {}", script));
+  }
   setenv("XFERBENCH_PLOT_CALLER", "xferbench", 1);  // the script leaves the message to us
   int rc = -1;
   std::string tried;

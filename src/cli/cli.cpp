@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -71,7 +72,9 @@ void check_values(const CLI::App& app) {
       if (v.empty()) throw UsageError(fmt::format("{}: an empty value (see --help)", name));
       char* end = nullptr;
       const double d = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() + v.size() && !std::isfinite(d))
+      const bool spelled =
+          std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isalpha(c) != 0; });
+      if (end == v.c_str() + v.size() && !std::isfinite(d) && spelled)  // nan, inf, 1e999
         throw UsageError(fmt::format("{}: '{}' is not a finite number", name, v));
     }
   }

@@ -51,9 +51,9 @@ ServerLink::ServerLink(const std::string& host, int port, const std::string& tok
       throw UsageError(fmt::format("the engine server refused this client: {}", f.payload));
     if (f.type != MsgType::accept) throw ProtocolError("unexpected answer to hello");
     segment_ = decode_descriptor(f.payload);
-  } catch (const ProtocolError& e) {
+  } catch (const ProtocolError& e) {  // not an engine server of this version: a wrong address
     close(fd_);
-    throw RuntimeError(fmt::format("engine bootstrap with {}:{} failed: {}", host, port, e.what()));
+    throw UsageError(fmt::format("engine bootstrap with {}:{} failed: {}", host, port, e.what()));
   } catch (...) {
     close(fd_);
     throw;

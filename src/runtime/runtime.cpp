@@ -282,11 +282,15 @@ void reexec_under_mpiexec(int ranks, int argc, char** argv) {
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  if (got == static_cast<ssize_t>(sizeof err))
+  if (got == static_cast<ssize_t>(sizeof err)) {
+    if (std::getenv("XFERBENCH_MPIEXEC"))  // the user's setting names nothing it can run
+      throw UsageError(
+          fmt::format("XFERBENCH_MPIEXEC: cannot run {}: {}", cmd[0], std::strerror(err)));
     throw RuntimeError(
         fmt::format("cannot run {}: {} (the MPI launcher this xferbench was built "
                     "with; XFERBENCH_MPIEXEC names another)",
                     cmd[0], std::strerror(err)));
+  }
   if (const int sig = g_stopped_by.load()) throw LauncherDone(128 + sig);
   throw LauncherDone(WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1);
 }

@@ -188,7 +188,7 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4); c, _ = s.accept(); time.sl
   start=$(date +%s)
   XFERBENCH_TOKEN=x timeout 30 "$xb" engine client --connect 127.0.0.1:$((port + 1)) --connect-timeout 2 \
     -t 1M >/dev/null 2>"$tmp/silent.log"
-  [ $? -ne 0 ] || fail "a silent listener: exit 0"
+  [ $? -eq 2 ] || fail "a silent listener: not exit 2 (not an engine server: a wrong address)"
   [ $(( $(date +%s) - start )) -le 5 ] || fail "a silent listener took $(( $(date +%s) - start )) s, not ~2"
   # A client whose -t its slot cannot hold is refused by the server (the reason on both
   # sides), does not count toward --clients, and the next client is served.
