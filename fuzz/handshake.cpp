@@ -24,13 +24,17 @@ namespace {
 
 constexpr std::uint64_t kSlotLen = 1 << 20;  // any slot size; the check is what matters
 
-// Server::hello: token, digest and the region kind (protocol 2), nothing after.
+// Server::hello: token, digest and the region kind (protocol 2), then
+// optionally the bytes the client needs (8 more), nothing after.
 void hello_payload(const std::string& payload) {
   const Hello h = decode_hello(payload);
   FUZZ_CHECK(h.token.size() <= 4096 && h.digest.size() <= 4096 && h.kind.size() <= 64, "");
-  FUZZ_CHECK(24 + h.token.size() + h.digest.size() + h.kind.size() == payload.size(),
+  const std::size_t strings = 24 + h.token.size() + h.digest.size() + h.kind.size();
+  FUZZ_CHECK(strings == payload.size() || strings + 8 == payload.size(),
              "hello parsed past its payload");
-  FUZZ_CHECK(decode_hello(encode_hello(h)).token == h.token, "hello round trip");
+  FUZZ_CHECK(strings + 8 == payload.size() || h.need == 0, "a need without its 8 bytes");
+  const Hello again = decode_hello(encode_hello(h));
+  FUZZ_CHECK(again.token == h.token && again.need == h.need, "hello round trip");
   FUZZ_CHECK(same_token(h.token, h.token) && !same_token(h.token, h.token + "x"), "same_token");
 }
 

@@ -84,6 +84,7 @@ def seeds():
         "verify_wrap": hello + frame("verify", u64(4096) + u64((1 << 64) - 4096) + u64(0)),
         "hello_trailing": frame("hello", s(b"t") + s(b"d") + s(b"device") + b"x"),
         "hello_v1": frame("hello", s(b"t") + s(b"d")),
+        "hello_need": frame("hello", s(b"t") + s(b"d") + s(b"host") + u64(1 << 30)),
         "hello_long_kind": frame("hello", s(b"t") + s(b"d") + s(b"k" * 65)),
         "client_view": frame("accept", d) + frame("verified", u64(5)) + frame("reject", b"full"),
         "cut_short": hello[:20],
