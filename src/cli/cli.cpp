@@ -123,6 +123,9 @@ int run(int argc, char** argv) {
   });
   app.require_subcommand(1);
   app.footer(kFooter);
+  // A flag takes no value: `--quick=3` is refused, not read as --quick (every
+  // command's options inherit this).
+  app.option_defaults()->disable_flag_override();
   const Families families = all_families();
   std::vector<Command> cmds = {add_list(app, families), add_topo(app)};
   for (const auto& f : families) {
