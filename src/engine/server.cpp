@@ -342,9 +342,9 @@ ServerSummary serve(const ServerConfig& cfg) {
   if (cfg.token.empty()) throw UsageError("the server needs a token");
   // UCX's own allocation of a region larger than RAM falls back to POSIX
   // shared memory and fills /dev/shm (RAM) until the node starves.
-  if (const Bytes avail = available_memory(); !cfg.memory && avail && cfg.size > avail)
-    throw UsageError(fmt::format("the region ({}) is larger than this host's available memory ({})",
-                                 format_capacity(cfg.size), format_capacity(avail)));
+  if (!cfg.memory)
+    if (std::string why = memory_shortfall("the region", cfg.size, " of host memory"); !why.empty())
+      throw UsageError(why);
   Server s(cfg);
   return s.run();
 }

@@ -18,9 +18,8 @@
 namespace xb {
 
 void check_engine_memory(Bytes need, const std::string& what) {
-  if (const Bytes avail = available_memory(); avail && need > avail)
-    throw UsageError(fmt::format("{} needs {} of host memory, only {} is available", what,
-                                 format_capacity(need), format_capacity(avail)));
+  if (std::string why = memory_shortfall(what, need, " of host memory"); !why.empty())
+    throw UsageError(why);
 }
 
 Bytes engine_client_host_bytes(const EngineClientConfig& cfg, const Backend& b) {
