@@ -127,16 +127,21 @@ int run_fanin(const Family& f, ClientArgs a, const std::string& listen, const In
     const auto wires = rt.allgather(records_to_wire(step));
     const auto loops = rt.allgather(loops_to_text(step_loops));
     if (!rt.root()) return;
+    std::vector<std::vector<Record>> per_rank;  // each rank's records of this step, decoded once
+    std::vector<std::vector<std::vector<double>>> per_rank_loops;
+    for (std::size_t i = 0; i < wires.size(); ++i) {
+      per_rank.push_back(records_from_wire(wires[i]));
+      if (per_rank.back().size() != step.size())
+        throw RuntimeError("fan-in: the clients ran different steps");
+      per_rank_loops.push_back(loops_from_text(loops[i], step.size()));
+    }
     for (std::size_t k = 0; k < step.size(); ++k) {
       std::vector<Record> clients;
       std::vector<std::vector<double>> times;
-      for (std::size_t i = 0; i < wires.size(); ++i) {
-        std::vector<Record> theirs = records_from_wire(wires[i]);
-        if (theirs.size() != step.size())
-          throw RuntimeError("fan-in: the clients ran different steps");
-        clients.push_back(std::move(theirs[k]));
+      for (std::size_t i = 0; i < per_rank.size(); ++i) {
+        clients.push_back(std::move(per_rank[i][k]));
         clients.back().set(engine_field::client_host, hosts[i]);
-        times.push_back(loops_from_text(loops[i], step.size())[k]);
+        times.push_back(std::move(per_rank_loops[i][k]));
       }
       for (Record& rec : fanin_records(std::move(clients), times)) {
         record_done(rec);
