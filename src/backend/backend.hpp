@@ -246,6 +246,9 @@ struct BackendStatus {
   std::string name;
   bool available = false;
   std::string reason;  // why not, when unavailable
+  // Unavailable although its hardware is there (the driver lists it): an
+  // error to report, not an absence to pass over.
+  bool broken = false;
 };
 
 }  // namespace xb

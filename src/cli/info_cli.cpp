@@ -37,7 +37,7 @@ Command add_list(CLI::App& root, const Families& families) {
             ListView view;
             for (const auto& f : families) view.schemas.push_back(f->schema());
             for (const auto& b : probe_backends())
-              view.backends.push_back({b.name, b.available, b.reason});
+              view.backends.push_back({b.name, b.available, b.reason, b.broken});
             view.selected = backend->name();
             view.device_names = device_names(*backend);
             const Capabilities caps = backend->capabilities();

@@ -62,6 +62,7 @@ struct ListView {
     std::string name;
     bool available = false;
     std::string reason;
+    bool broken = false;  // its hardware is there, but fails
   };
   struct BenchLine {
     std::string key;

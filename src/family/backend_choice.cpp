@@ -41,19 +41,45 @@ Support try_make(const std::string& name, std::unique_ptr<Backend>& out) {
   }
 }
 
+// The broken backend `p` on this rank, as the text every rank agrees on
+// ("" when no rank has it broken).
+std::string agreed_broken(Runtime* rt, const BackendStatus& p) {
+  const std::string mine =
+      p.broken ? fmt::format("backend '{}' is not usable: {}", p.name, p.reason) : std::string();
+  return rt ? rt->agree(mine) : mine;
+}
+
+const BackendStatus* find_status(const std::vector<BackendStatus>& all, const std::string& name) {
+  for (const auto& p : all)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
 }  // namespace
 
 // Every rank walks the same candidates and agrees at each step, so all take
 // the same backend (or all fail alike) even where their nodes differ.
 ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt) {
+  return choose_backend(f, name, rt, probe_backends());
+}
+
+ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt,
+                             const std::vector<BackendStatus>& statuses) {
   if (name != "auto") {
     ChosenBackend c;
+    if (const BackendStatus* p = find_status(statuses, name))
+      if (const std::string err = agreed_broken(rt, *p); !err.empty()) throw RuntimeError(err);
     if (const Support s = agreed(rt, try_make(name, c.backend)); !s.ok) throw UsageError(s.reason);
     if (const Support s = agreed(rt, f.fits(*c.backend, rt)); !s.ok) throw UsageError(s.reason);
     return c;
   }
-  std::string passed, last;
-  for (const auto& p : probe_backends()) {  // the same list, in the same order, on every rank
+  std::string passed, last, broken;
+  for (const auto& p : statuses) {  // the same list, in the same order, on every rank
+    if (f.judges_machines()) {
+      if (p.broken) broken += fmt::format("{}{}: {}", broken.empty() ? "" : "; ", p.name, p.reason);
+    } else if (const std::string err = agreed_broken(rt, p); !err.empty()) {
+      throw RuntimeError(err + "; fix it, or give --backend host to measure the host alone");
+    }
     // Skipped by all when no rank has it; considered by all when any has.
     const bool anywhere =
         rt ? !rt->agree(p.available ? std::string("available") : std::string()).empty()
@@ -66,6 +92,7 @@ ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* 
     if (s.ok) s = agreed(rt, f.fits(*c.backend, rt));
     if (s.ok) {
       if (!passed.empty()) c.note = "auto passed over " + passed;
+      c.broken = broken;
       return c;
     }
     passed += fmt::format("{}{}: {}", passed.empty() ? "" : "; ", p.name, s.reason);

@@ -46,6 +46,10 @@ class Family {
   // backend over with this reason, an explicit --backend fails with it (exit
   // 2). `rt`: the ranks of a multi-rank family (the call is then collective
   // and its verdict the same on every rank), null for a single process.
+  // Whether the family judges the machine it runs on (doctor, fleet): a
+  // backend present but broken is then one of its findings, not the end of
+  // the run (family/backend_choice.hpp).
+  virtual bool judges_machines() const { return false; }
   virtual Support fits(Backend& backend, Runtime* rt) const;
   // The table: how the figures are counted (one line under the header) and
   // the family's tables of records.

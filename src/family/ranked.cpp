@@ -17,6 +17,7 @@ Ranked start_ranked(const Family& f, const RunOptions& opts, const Invocation& i
   ChosenBackend chosen = choose_backend(f, opts.backend, r.rt.get());
   r.backend = std::move(chosen.backend);
   r.backend_note = std::move(chosen.note);
+  r.backend_broken = std::move(chosen.broken);
   if (opts.ranks > 0 && opts.ranks != r.rt->size())
     throw UsageError(
         fmt::format("--ranks {} but mpiexec started {} ranks", opts.ranks, r.rt->size()));

@@ -16,7 +16,8 @@ namespace xb {
 // (choose_backend, collectively), `validate` runs on every rank, and -o is
 // opened on rank 0 (a bad path fails on every rank alike).
 struct Ranked {
-  std::string backend_note;  // ChosenBackend::note
+  std::string backend_note;    // ChosenBackend::note
+  std::string backend_broken;  // ChosenBackend::broken (this rank's)
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Runtime> rt;
   std::unique_ptr<Output> out;  // rank 0 only

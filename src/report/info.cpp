@@ -143,7 +143,10 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
     ojson doc = document_head("list", env);
     ojson backends = ojson::array(), benches = ojson::array();
     for (const auto& b : l.backends)
-      backends.push_back({{"name", b.name}, {"available", b.available}, {"reason", b.reason}});
+      backends.push_back({{"name", b.name},
+                          {"available", b.available},
+                          {"broken", b.broken},
+                          {"reason", b.reason}});
     for (const auto& b : l.benchmarks)
       benches.push_back({{"key", b.key},
                          {"family", b.family},
@@ -166,7 +169,10 @@ std::string format_list(const ListView& l, const EnvInfo& env, Format f) {
   }
   std::string out = "Backends\n";
   for (const auto& b : l.backends)
-    out += fmt::format("  {:<8} {:<13} {}\n", b.name, b.available ? "available" : "unavailable",
+    out += fmt::format("  {:<8} {:<13} {}\n", b.name,
+                       b.available ? "available"
+                       : b.broken  ? "BROKEN"
+                                   : "unavailable",
                        b.reason);
   out += fmt::format("\nDevices ({} backend)\n", l.selected);
   for (std::size_t i = 0; i < l.device_names.size(); ++i)

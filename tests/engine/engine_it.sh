@@ -81,11 +81,8 @@ gpu_two_processes)
   # The ipc lane across processes (label gpu): a server of GPU memory, its region opened
   # with cudaIpcOpenMemHandle by a client process, both directions, at two client slots;
   # with two GPUs, the client on the other one (peer access through the lazy IPC flag).
-  why=$("$xb" list --format json | /usr/bin/python3 -c '
-import json, sys
-for b in json.load(sys.stdin).get("backends", []):
-    if b["name"] == "cuda" and not b["available"]: print(b["reason"])')
-  if [ -n "$why" ]; then echo "SKIP: no GPU here: $why"; exit 77; fi
+  . "$(dirname "$0")/../gpu/need_gpu.sh"
+  need_gpu "$xb"
   gpus=$("$xb" list --backend cuda --format json | /usr/bin/python3 -c '
 import json, sys
 print(len(json.load(sys.stdin)["env"]["devices"]))')

@@ -1,21 +1,14 @@
 #!/bin/sh
 # GPU CLI checks (CTest label `gpu`): exit 77 (skipped) with the reason where
-# no GPU is usable, else run the command and expect a pattern.
+# no GPU is here, 1 where one is here but unusable (need_gpu.sh), else run
+# the command and expect a pattern.
 # usage: gpu_cli.sh XFERBENCH PATTERN [mpiexec -n N|-] ARGS...
 # XB_EXPECT_RC (default 0): the exit code expected.
 xb=$1 pattern=$2 np=$3
 mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb")  # the launcher of its MPI
 shift 3
-why=$("$xb" list --format json | /usr/bin/python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-for b in d.get("backends", []):
-    if b["name"] == "cuda" and not b["available"]:
-        print(b["reason"])')
-if [ -n "$why" ]; then
-  echo "SKIP: no GPU here: $why"
-  exit 77
-fi
+. "$(dirname "$0")/need_gpu.sh"
+need_gpu "$xb"
 if [ "$np" = "gpus" ] || [ "$np" = "allgpus" ]; then  # one rank per GPU: at most 2, or 8
   most=2
   [ "$np" = "allgpus" ] && most=8

@@ -2,6 +2,9 @@
 // where no GPU is usable.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include "backend/cuda/cuda_backend.hpp"
 #include "core/error.hpp"
 #include "family/copy/copy_bench.hpp"
@@ -9,10 +12,25 @@
 namespace xb {
 namespace {
 
-#define XB_NEED_GPU()                                              \
-  do {                                                             \
-    const BackendStatus s = probe_cuda();                          \
-    if (!s.available) GTEST_SKIP() << "no GPU here: " << s.reason; \
+// Whether nvidia-smi lists a GPU (the driver sees one).
+bool driver_lists_gpu() {
+  FILE* p = popen("nvidia-smi -L 2>/dev/null", "r");
+  if (!p) return false;
+  char line[256];
+  bool gpu = false;
+  while (std::fgets(line, sizeof line, p)) gpu = gpu || std::strncmp(line, "GPU ", 4) == 0;
+  pclose(p);
+  return gpu;
+}
+
+// Skips where no GPU is here; fails where one is here but unusable (N7).
+#define XB_NEED_GPU()                                                                       \
+  do {                                                                                      \
+    const BackendStatus s = probe_cuda();                                                   \
+    if (s.broken) FAIL() << "a GPU is here but unusable: " << s.reason;                     \
+    if (!s.available && driver_lists_gpu())                                                 \
+      FAIL() << "nvidia-smi lists a GPU but the cuda backend is unavailable: " << s.reason; \
+    if (!s.available) GTEST_SKIP() << "no GPU here: " << s.reason;                          \
   } while (0)
 
 std::vector<Record> copy_all(const CopyConfig& cfg) {

@@ -103,7 +103,9 @@ TEST(Placement, DeviceClashOnFakeNodeLayouts) {
 // A family that refuses some backends, to drive choose_backend.
 class Picky final : public Family {
  public:
-  explicit Picky(std::string refuse) : refuse_(std::move(refuse)) {}
+  explicit Picky(std::string refuse, bool judges = false)
+      : refuse_(std::move(refuse)), judges_(judges) {}
+  bool judges_machines() const override { return judges_; }
   std::string name() const override { return "picky"; }
   std::string summary() const override { return "test"; }
   const RecordSchema& schema() const override { return schema_; }
@@ -117,8 +119,41 @@ class Picky final : public Family {
 
  private:
   std::string refuse_;
+  bool judges_ = false;
   RecordSchema schema_{"picky"};
 };
+
+// A GPU present but failing (CUDA review N7): never silently passed over
+// for the host; a family that judges machines gets it as its finding.
+TEST(ChooseBackend, ABrokenBackendIsAnErrorNotAnAbsence) {
+  const std::vector<BackendStatus> st = {
+      {"cuda", false,
+       "1 GPU present (/proc/driver/nvidia/gpus) but unusable: system not yet "
+       "initialized (cudaErrorSystemNotReady)",
+       true},
+      {"host", true, "", false}};
+  try {
+    choose_backend(Picky("none"), "auto", nullptr, st);
+    FAIL() << "auto must not measure the host in place of a broken GPU";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("backend 'cuda' is not usable: 1 GPU present"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--backend host"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(choose_backend(Picky("none"), "cuda", nullptr, st), RuntimeError);
+  const ChosenBackend judged = choose_backend(Picky("none", true), "auto", nullptr, st);
+  EXPECT_EQ(judged.backend->name(), "host");
+  EXPECT_NE(judged.broken.find("cuda: 1 GPU present"), std::string::npos) << judged.broken;
+  // Named, the host still runs beside a broken GPU, for every family.
+  EXPECT_EQ(choose_backend(Picky("none"), "host", nullptr, st).backend->name(), "host");
+  // An absent GPU is passed over, as before.
+  const std::vector<BackendStatus> absent = {{"cuda", false, "no usable GPU: ...", false},
+                                             {"host", true, "", false}};
+  const ChosenBackend c = choose_backend(Picky("none"), "auto", nullptr, absent);
+  EXPECT_EQ(c.backend->name(), "host");
+  EXPECT_EQ(c.broken, "");
+}
 
 TEST(ChooseBackend, ExplicitMustFitAutoTakesTheFirstThatDoes) {
   const ChosenBackend c = choose_backend(Picky("none"), "host", nullptr);

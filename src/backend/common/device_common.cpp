@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.hpp"
 
@@ -23,6 +24,22 @@ std::vector<Support> peer_matrix(int n, const std::function<Support(int src, int
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) out.push_back(s == d ? Support::yes() : probe(s, d));
   return out;
+}
+
+BackendStatus failed_probe(const std::string& backend, const char* unit, const std::string& error,
+                           bool absence, const std::string& driver_dir) {
+  std::size_t listed = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(driver_dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++listed;
+  if (absence && listed == 0)
+    return {backend, false, fmt::format("no usable {}: {}", unit, error), false};
+  return {backend, false,
+          listed > 0 ? fmt::format("{} {}{} present ({}) but unusable: {}", listed, unit,
+                                   listed == 1 ? "" : "s", driver_dir, error)
+                     : fmt::format("{} present but unusable: {}", unit, error),
+          true};
 }
 
 void* alloc_pageable(Bytes size) {

@@ -36,6 +36,17 @@ std::vector<Support> peer_matrix(int n, const std::function<Support(int src, int
 // client: the kernels' watchdog is the guard there.
 int resident_blocks(int per_sm, int sms, const char* mps_percentage);
 
+// A device runtime's probe that failed, read: `absence` when its error
+// means "no device" (CUDA's NoDevice, InsufficientDriver), and then only
+// while `driver_dir` (/proc/driver/nvidia/gpus) lists no device either.
+// Any other failure, or one where the driver lists devices, is `broken`:
+// the hardware is there and its runtime refuses it (fabric manager down,
+// driver mismatch, a GPU wedged by an Xid), which must read as an error,
+// not as "no GPU" (the CUDA review's N7).
+// `unit` names one device ("GPU").
+BackendStatus failed_probe(const std::string& backend, const char* unit, const std::string& error,
+                           bool absence, const std::string& driver_dir);
+
 // Pageable host memory for a device backend's buffer of `size` bytes: whole
 // pages (core/memory.hpp), zero-filled so they are faulted in outside timing.
 // Throws RuntimeError when out of memory. Release it with std::free.

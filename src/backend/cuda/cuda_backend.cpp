@@ -10,12 +10,16 @@
 #include <fstream>
 #include <string>
 
+#include "backend/common/device_wait.hpp"
 #include "backend/common/hwloc_util.hpp"
 #include "backend/common/last_error.hpp"
+#include "backend/common/nccl_rules.hpp"
 #include "backend/cuda/cuda_internal.hpp"
+#include "backend/cuda/cuda_kernels.hpp"
 #include "coll/fused.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
+#include "core/test_seam.hpp"
 
 namespace xb {
 namespace cuda {
@@ -30,6 +34,9 @@ void set_device(int device) { XB_CUDA(cudaSetDevice(device)); }
 // ---- buffers ------------------------------------------------------------------
 
 CudaBuffer::~CudaBuffer() {
+  // A device past its deadline may still use the memory, and a free would
+  // wait for it: the process ends soon, without it (device_wait.hpp).
+  if (owner_ != Owner::heap && owner_ != Owner::borrowed && !device_hung().empty()) return;
   switch (owner_) {  // errors here cannot be reported; the context may be gone
     case Owner::cuda_malloc:
       (void)cudaFree(data());
@@ -65,7 +72,8 @@ void EventApi::destroy(cudaEvent_t e) noexcept { (void)cudaEventDestroy(e); }
 
 void CudaEvent::synchronize() {
   if (!event_.get()) throw RuntimeError("event synchronized before it was recorded");
-  XB_CUDA(cudaEventSynchronize(event_.get()));
+  wait_with_deadline([this] { return query(); }, device_timeout_from_env(),
+                     fmt::format("GPU{}'s work", event_.device()));
 }
 
 bool CudaEvent::query() {
@@ -115,7 +123,31 @@ void CudaStream::record(Event& event) {
   XB_CUDA(cudaEventRecord(e->on(device_), stream_));
 }
 
-void CudaStream::synchronize() { XB_CUDA(cudaStreamSynchronize(stream_)); }
+void stall_for_test(cudaStream_t s, const char* where) {
+  if (!test_stall(where)) return;
+  static volatile int* never = [] {  // [0] never set; [1] the latch's timeout mark
+    void* p = nullptr;
+    XB_CUDA(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocPortable | cudaHostAllocMapped));
+    auto* f = static_cast<volatile int*>(p);
+    f[0] = 0;
+    f[1] = 0;
+    return f;
+  }();
+  XB_CUDA(launch_latch(s, never, 600'000'000'000ULL));  // ten minutes, then it lets go
+}
+
+void CudaStream::synchronize() {
+  wait_with_deadline([this] { return stream_done(stream_); }, device_timeout_from_env(),
+                     fmt::format("GPU{}'s stream", device_));
+}
+
+bool stream_done(cudaStream_t s) {
+  const cudaError_t e = query_clearing_not_ready([&] { return cudaStreamQuery(s); },
+                                                 cudaGetLastError, cudaErrorNotReady);
+  if (e == cudaErrorNotReady) return false;
+  XB_CUDA(e);
+  return true;
+}
 
 // ---- the backend --------------------------------------------------------------
 
@@ -225,6 +257,7 @@ std::unique_ptr<Buffer> CudaBackend::allocate(MemKind kind, int device, Bytes si
   switch (kind) {
     case MemKind::device: {
       check_device(device);
+      check_device_answers(fmt::format("an allocation on GPU{}", device));
       set_device(device);
       const cudaError_t e = cudaMalloc(&p, size);
       if (e != cudaSuccess) {
@@ -252,6 +285,7 @@ std::unique_ptr<Buffer> CudaBackend::allocate(MemKind kind, int device, Bytes si
 
 void CudaBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> src) {
   check_range(dst, offset, src.size(), "write");
+  check_device_answers("a write to GPU memory");
   if (dst.device() >= 0) set_device(dst.device());
   XB_CUDA(cudaMemcpy(static_cast<std::byte*>(dst.data()) + offset, src.data(), src.size(),
                      cudaMemcpyDefault));
@@ -262,6 +296,7 @@ void CudaBackend::write(Buffer& dst, Bytes offset, std::span<const std::byte> sr
 
 void CudaBackend::read(const Buffer& src, Bytes offset, std::span<std::byte> dst) {
   check_range(src, offset, dst.size(), "read");
+  check_device_answers("a read of GPU memory");
   if (src.device() >= 0) set_device(src.device());
   XB_CUDA(cudaMemcpy(dst.data(), static_cast<const std::byte*>(src.data()) + offset, dst.size(),
                      cudaMemcpyDefault));
@@ -319,10 +354,10 @@ std::vector<std::pair<std::string, std::string>> CudaBackend::software() const {
   int v = 0;  // the CUDA API level the driver offers (13.0), not its release
   if (cudaDriverGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_driver_api", cuda_version(v));
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) out.emplace_back("cuda_runtime", cuda_version(v));
-  if (ncclGetVersion(&v) == ncclSuccess)  // 2.9 on: major*10000 + minor*100 + patch
-    out.emplace_back("nccl", v >= 10000
-                                 ? fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100)
-                                 : fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100));
+  if (ncclGetVersion(&v) == ncclSuccess) out.emplace_back("nccl", nccl_version_name(v));
+  // What xferbench was built against, beside what runs (the features follow the latter).
+  out.emplace_back("nccl_headers", nccl_version_name(NCCL_VERSION_CODE));
+  out.emplace_back("cuda_runtime_headers", cuda_version(CUDART_VERSION));
   int major = 0, minor = 0, patch = 0;
   if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
       cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
@@ -428,30 +463,31 @@ BackendStatus probe_cuda() {
   static const BackendStatus status = [] {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      int runtime = 0;
-      (void)cudaRuntimeGetVersion(&runtime);
-      std::string why =
-          fmt::format("no usable GPU: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
-      if (e == cudaErrorInsufficientDriver)
-        why += fmt::format(": no NVIDIA driver here, or one older than CUDA {}.{} needs",
-                           runtime / 1000, runtime % 1000 / 10);
-      return BackendStatus{"cuda", false, why};
-    }
-    if (n == 0) {
-      const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
-      return BackendStatus{"cuda", false,
-                           vis ? fmt::format("no GPU visible (CUDA_VISIBLE_DEVICES={})", vis)
-                               : std::string("no GPU found")};
-    }
-    return BackendStatus{"cuda", true, ""};
+    if (e == cudaSuccess && n > 0) return BackendStatus{"cuda", true, "", false};
+    if (e == cudaSuccess)  // the runtime says NoDevice rather than 0; kept for safety
+      return failed_probe("cuda", "GPU", "no GPU found", true, "/proc/driver/nvidia/gpus");
+    (void)cudaGetLastError();
+    int runtime = 0;
+    (void)cudaRuntimeGetVersion(&runtime);
+    std::string why = fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+    if (e == cudaErrorInsufficientDriver)
+      why += fmt::format(": no NVIDIA driver here, or one older than CUDA {}.{} needs",
+                         runtime / 1000, runtime % 1000 / 10);
+    else if (e == cudaErrorNoDevice)
+      if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES"))
+        why += fmt::format(" (CUDA_VISIBLE_DEVICES={})", vis);
+    if (e == cudaErrorSystemNotReady)
+      why += ": on NVSwitch systems, is nvidia-fabricmanager running?";
+    return failed_probe("cuda", "GPU", why,
+                        e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver,
+                        "/proc/driver/nvidia/gpus");
   }();
   return status;
 }
 
 std::unique_ptr<Backend> make_cuda_backend() {
   const BackendStatus s = probe_cuda();
+  if (s.broken) throw RuntimeError(fmt::format("backend 'cuda' is not usable: {}", s.reason));
   if (!s.available) throw UsageError(fmt::format("backend 'cuda' is not available: {}", s.reason));
   return std::make_unique<cuda::CudaBackend>();
 }

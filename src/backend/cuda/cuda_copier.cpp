@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "backend/common/device_wait.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
 #include "core/error.hpp"
@@ -29,7 +30,8 @@ class CudaCopier final : public Copier {
   }
   ~CudaCopier() override {
     lanes_.clear();
-    if (flag_) (void)cudaFreeHost(const_cast<int*>(flag_));
+    // A device past its deadline may still read the flag (device_wait.hpp).
+    if (flag_ && device_hung().empty()) (void)cudaFreeHost(const_cast<int*>(flag_));
   }
 
   Method method() const override { return method_; }
@@ -77,6 +79,7 @@ class CudaCopier final : public Copier {
     const int dev = lane.stream->device();
     set_device(dev);
     if (latch) XB_CUDA(launch_latch(s, flag_, kLatchTimeoutNs));
+    stall_for_test(s, "copy");
     lane.stream->record(lane.start);
     if (method_ == Method::dma)
       XB_CUDA(cudaMemcpyAsync(op.dst->data(), op.src->data(), op.bytes, cudaMemcpyDefault, s));

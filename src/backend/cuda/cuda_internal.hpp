@@ -19,6 +19,15 @@ void check(cudaError_t e, const char* what);
 
 void set_device(int device);
 
+// Whether the stream's work is done (cudaStreamQuery; NotReady cleared from
+// the thread's error slot); throws on an error.
+bool stream_done(cudaStream_t s);
+
+// The test seam XFERBENCH_TEST_STALL (core/test_seam.hpp): when it names
+// `where` ("copy", "nccl"), queues on `s` a kernel that spins for ten
+// minutes, so that the wait after it meets its deadline.
+void stall_for_test(cudaStream_t s, const char* where);
+
 class CudaBuffer final : public Buffer {
  public:
   // registered: mmap + cudaHostRegister; borrowed: another buffer's memory, not freed here

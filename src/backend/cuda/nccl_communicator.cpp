@@ -1,9 +1,12 @@
 // The NCCL communicator: one GPU per rank, the unique id broadcast through
 // the MPI runtime, every collective on one stream of that GPU.
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
 #include "backend/common/device_communicator.hpp"
+#include "backend/common/device_wait.hpp"
+#include "backend/common/nccl_rules.hpp"
 #include "backend/common/placement.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "core/error.hpp"
@@ -36,14 +39,10 @@ ncclDataType_t nccl_type(DType t) {
       return ncclFloat32;
     case DType::float64:
       return ncclFloat64;
-    case DType::fp8e4m3:
+    case DType::fp8e4m3:  // by value (2.24's enum): headers older than the library lack them
+      return static_cast<ncclDataType_t>(10);
     case DType::fp8e5m2:
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-      return t == DType::fp8e4m3 ? ncclFloat8e4m3 : ncclFloat8e5m2;
-#else
-      throw NotSupported(
-          fmt::format("NCCL {} has no fp8 types (2.24 and newer)", NCCL_VERSION_CODE));
-#endif
+      return static_cast<ncclDataType_t>(11);
   }
   throw RuntimeError("unknown dtype");
 }
@@ -95,6 +94,24 @@ struct MarkApi : EventApi {
   }
 };
 
+// ncclGather and ncclScatter share one signature (2.28.3 on).
+using RootedFn = ncclResult_t (*)(const void*, void*, std::size_t, ncclDataType_t, int, ncclComm_t,
+                                  cudaStream_t);
+
+// `name` from the NCCL library this process loaded, or null: the calls a
+// newer header declares are looked up, never linked, so an older library
+// neither fails to load nor dies on a missing symbol.
+RootedFn nccl_symbol(const char* name) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) == 0 || !info.dli_fname)
+    return nullptr;
+  void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  void* sym = dlsym(lib, name);
+  dlclose(lib);  // NOLOAD took a reference of its own; the library stays
+  return reinterpret_cast<RootedFn>(sym);
+}
+
 class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
  public:
   NcclCommunicator(Runtime& rt, CudaBackend& backend) : DeviceCommunicator(rt.rank(), rt.size()) {
@@ -111,6 +128,18 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     err = rt.agree(err);  // the other ranks must not wait for an id that never comes
     if (!err.empty()) throw RuntimeError(err);
     rt.broadcast(std::as_writable_bytes(std::span(&id, 1)), 0);
+    // The library that runs decides (review N2); every rank must agree on
+    // the oldest, as on the oldest GPU, so that all waive the same records.
+    int version = 0;
+    if (ncclGetVersion(&version) != ncclSuccess) version = 0;
+    version_ = static_cast<int>(rt.min(version));
+    if (nccl_has_gather_scatter(version_)) {
+      gather_ = nccl_symbol("ncclGather");
+      scatter_ = nccl_symbol("ncclScatter");
+    }
+    // A rank without them uses grouped sends and receives; all ranks must.
+    const bool own_calls = rt.min(gather_ && scatter_ ? 1 : 0) > 0;
+    if (!own_calls) gather_ = scatter_ = nullptr;
     set_device(device_);
     // NCCL reduces fp8 only where its slowest GPU is sm90 or newer: every
     // rank must know that slowest one to waive the same records.
@@ -123,22 +152,14 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   }
   ~NcclCommunicator() override {
     drop_graph();
-    if (comm_) (void)ncclCommDestroy(comm_);
+    // A device past its deadline: destroying would wait for its work.
+    if (comm_) (void)(device_hung().empty() ? ncclCommDestroy(comm_) : ncclCommAbort(comm_));
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return "nccl"; }
   Support supports(CollOp op, DType t, RedOp) const override {
-    if (t != DType::fp8e4m3 && t != DType::fp8e5m2) return Support::yes();
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 24, 0)
-    (void)op;
-    return Support::no(fmt::format("NCCL {} has no fp8 types (2.24 and newer)", NCCL_VERSION_CODE));
-#else
-    // Below sm90 NCCL refuses fp8 reductions (ncclInvalidArgument) and moves fp8 data.
-    if (is_reduction(op) && min_major_ < 9)
-      return Support::no("NCCL reduces fp8 on sm90 and newer GPUs only");
-    return Support::yes();
-#endif
+    return nccl_supports(version_, min_major_, op, t);
   }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
@@ -176,11 +197,12 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
       return r;
     });
   }
-  // NCCL 2.28 has gather and scatter; before it, they are grouped sends and receives.
+  // NCCL 2.28.3 has gather and scatter; before it, they are grouped sends and receives.
   void gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-    XB_NCCL(ncclGather(send, recv, count, nccl_type(t), root, comm_, stream_));
-#else
+    if (gather_) {
+      XB_NCCL(gather_(send, recv, count, nccl_type(t), root, comm_, stream_));
+      return;
+    }
     const std::size_t bytes = count * dtype_size(t);
     grouped([&] {
       ncclResult_t r = ncclSend(send, count, nccl_type(t), root, comm_, stream_);
@@ -189,12 +211,12 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
                      nccl_type(t), p, comm_, stream_);
       return r;
     });
-#endif
   }
   void scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-    XB_NCCL(ncclScatter(send, recv, count, nccl_type(t), root, comm_, stream_));
-#else
+    if (scatter_) {
+      XB_NCCL(scatter_(send, recv, count, nccl_type(t), root, comm_, stream_));
+      return;
+    }
     const std::size_t bytes = count * dtype_size(t);
     grouped([&] {
       ncclResult_t r = ncclSuccess;
@@ -203,7 +225,6 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
                      count, nccl_type(t), p, comm_, stream_);
       return r != ncclSuccess ? r : ncclRecv(recv, count, nccl_type(t), root, comm_, stream_);
     });
-#endif
   }
   // NCCL has no alltoallv: one group of a send and a receive per peer.
   void alltoallv(const void* send, std::span<const std::size_t> send_counts,
@@ -235,8 +256,30 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
 
   // A graph that has run is dropped here: it must not outlive the marks'
   // events and the buffers it references (review finding 8).
+  // The wait has a deadline, and NCCL's own errors (a peer's, a network's)
+  // end it too: the communicator is aborted, so its kernels stop spinning,
+  // as nccl-tests does (review N1).
   void synchronize() override {
-    XB_CUDA(cudaStreamSynchronize(stream_));
+    const auto abort = [this] {
+      if (comm_) (void)ncclCommAbort(comm_);
+      comm_ = nullptr;
+    };
+    if (!comm_) throw RuntimeError("the NCCL communicator was aborted after an earlier error");
+    stall_for_test(stream_, "nccl");
+    wait_with_deadline(
+        [&] {
+          if (stream_done(stream_)) return true;
+          ncclResult_t async = ncclSuccess;
+          if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
+              async != ncclInProgress) {
+            abort();
+            throw RuntimeError(fmt::format("NCCL failed while GPU{} waited: {}", device_,
+                                           ncclGetErrorString(async)));
+          }
+          return false;
+        },
+        device_timeout_from_env(), fmt::format("GPU{}'s NCCL collective (rank {})", device_, rank_),
+        abort);
     drop_graph();
   }
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
@@ -288,6 +331,8 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   cudaGraphExec_t exec_ = nullptr;
   ncclComm_t comm_ = nullptr;
   int min_major_ = 0;  // the lowest compute capability (major) of the communicator's GPUs
+  int version_ = 0;    // the oldest NCCL library the ranks run (ncclGetVersion)
+  RootedFn gather_ = nullptr, scatter_ = nullptr;  // NCCL's own, where every rank has them
 };
 
 }  // namespace

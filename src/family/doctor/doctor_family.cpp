@@ -61,6 +61,7 @@ class DoctorFamily final : public Family {
         .headline(doctor_field::ratio);
   }
   std::string name() const override { return "doctor"; }
+  bool judges_machines() const override { return true; }
   std::string summary() const override {
     return "measure every path, hold it against its link, name what is wrong";
   }
@@ -123,6 +124,8 @@ class DoctorFamily final : public Family {
     Output out(run_);
     doctor::Outcome doc = doctor::run(be, plan, checks, progress_for(run_), std::move(target));
     std::vector<Finding>& findings = doc.findings;
+    if (!chosen.broken.empty())  // a GPU there but failing: the machine's first finding
+      findings.insert(findings.begin(), {"backend", "-", Verdict::fail, 0, 0, "", chosen.broken});
     if (run_.ranks > 1) {
       for (auto& f : doctor::cross_rank(run_.ranks, be.name(), doc.reference))
         findings.push_back(f);

@@ -2,9 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "backend/common/device_wait.hpp"
+#include "backend/select/select.hpp"
+#include "core/test_seam.hpp"
 #include "family/doctor/doctor_family.hpp"
 
 namespace xb {
@@ -24,6 +32,47 @@ nlohmann::json finding_json(const Finding& f) {
           {"expected", f.expected},
           {"unit", f.unit},
           {"why", f.why}};
+}
+
+std::string host_census(const std::string& backend, const std::string& broken, double deadline_s) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    nlohmann::json findings = nlohmann::json::array();
+  };
+  auto sh = std::make_shared<Shared>();
+  if (!broken.empty())
+    sh->findings.push_back(finding_json({"backend", "-", Verdict::fail, 0, 0, "", broken}));
+  // The thread owns all it uses: left behind past the deadline, it touches
+  // nothing of the run's.
+  std::thread([sh, backend] {
+    nlohmann::json mine = nlohmann::json::array();
+    try {
+      const std::unique_ptr<Backend> be = make_backend(backend);
+      if (test_stall("census")) std::this_thread::sleep_for(std::chrono::hours(24));
+      for (const auto& f : doctor_census(*be, {})) mine.push_back(finding_json(f));
+    } catch (const std::exception& e) {
+      mine.push_back(finding_json({"census", "-", Verdict::fail, 0, 0, "",
+                                   fmt::format("the census failed: {}", e.what())}));
+    }
+    const std::lock_guard lock(sh->mu);
+    for (auto& f : mine) sh->findings.push_back(std::move(f));
+    sh->done = true;
+    sh->cv.notify_all();
+  }).detach();
+  std::unique_lock lock(sh->mu);
+  if (!sh->cv.wait_for(lock, std::chrono::duration<double>(deadline_s), [&] { return sh->done; })) {
+    const std::string why = fmt::format(
+        "the census did not finish within {:g} s (--census-deadline): a device or library call "
+        "stopped answering on this host",
+        deadline_s);
+    note_device_hung(why);
+    nlohmann::json out = sh->findings;  // the broken backend, if any, and this
+    out.push_back(finding_json({"census", "-", Verdict::fail, 0, 0, "", why}));
+    return out.dump();
+  }
+  return sh->findings.dump();
 }
 
 Verdict verdict_of(const std::string& v) {

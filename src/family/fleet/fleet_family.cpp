@@ -107,6 +107,7 @@ class FleetFamily final : public Family {
         .add(doctor_field::why, FieldRole::info, "one sentence: why, and where to look");
   }
   std::string name() const override { return "fleet"; }
+  bool judges_machines() const override { return true; }
   std::string summary() const override {
     return "every pair of hosts in rounds: name the slow host, link or direction";
   }
@@ -166,6 +167,10 @@ class FleetFamily final : public Family {
     app.add_option("--pings", cfg_.pair.pings, "timed 8-byte ping-pongs per pair (default 200)")
         ->check(CLI::Range(1, 1000000));
     app.add_flag("--no-census", no_census_, "skip the census (doctor --quick on every host)");
+    number_in(app.add_option("--census-deadline", cfg_.census_deadline_s,
+                             "the most seconds a host's census may take: one that does not "
+                             "finish is a FAIL row (default 300)"),
+              1.0, 86400.0);
     app.add_flag(
         "--quick", cfg_.quick,
         fmt::format("a first look at a large fleet: {} random perfect matchings per pass "
@@ -327,16 +332,8 @@ int FleetFamily::run(const Invocation& inv) {
             if (hosts[static_cast<std::size_t>(m)] == host_name()) return m == rt.rank();
           return false;
         }();
-    if (first_of_host) {
-      nlohmann::json j = nlohmann::json::array();
-      try {
-        for (const auto& f : doctor_census(*r.backend, {})) j.push_back(finding_json(f));
-      } catch (const std::exception& e) {
-        j = nlohmann::json::array(
-            {finding_json({"census", "-", Verdict::none, 0, 0, "", e.what()})});
-      }
-      mine = j.dump();
-    }
+    if (first_of_host)
+      mine = host_census(r.backend->name(), r.backend_broken, cfg_.census_deadline_s);
     const auto gathered = rt.allgather(mine);
     if (rt.root()) {
       std::vector<std::string> census_hosts;

@@ -40,6 +40,7 @@ struct FleetConfig {
   double expected = 0;  // --expected GB/s; 0: from the NICs
   std::vector<std::string> exclude;
   bool census = true;
+  double census_deadline_s = 300;  // a host's census that takes longer is a FAIL row
   bool rails = false;
   bool quick = false;    // --quick: random perfect matchings, not every pair
   bool flagged = false;  // --matrix flagged: only suspicious pairs keep their records
