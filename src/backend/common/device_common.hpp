@@ -82,8 +82,11 @@ class Lanes {
  public:
   struct Lane {  // not movable: the events own runtime handles
     EventT start, end;
-    // Declared last, destroyed first: its destructor waits for the stream's
-    // work, the events' records included, before they go.
+    // Declared last, destroyed first: the reverse of creation. The order
+    // does not wait for anything: cudaStreamDestroy returns at once and
+    // releases the stream when its queued work is done, and an event
+    // destroyed while pending is released when it completes (CUDA runtime
+    // API docs), so pending records stay safe either way.
     std::unique_ptr<StreamT> stream;
   };
 
