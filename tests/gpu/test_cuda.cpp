@@ -124,6 +124,26 @@ TEST(Cuda, ConcurrentCopiesAreTimedFromACommonStart) {
   }
 }
 
+// An export is forgotten once its memory is freed (CUDA review 2, N13: the
+// list only grew). While the buffer lives, this process imports its own
+// handle as the memory itself; after the free and another export, the old
+// handle is no longer known, and CUDA refuses a process its own handle.
+TEST(Cuda, AnExportOfFreedMemoryIsForgotten) {
+  XB_NEED_GPU();
+  auto b = make_cuda_backend();
+  const Bytes n = 1 << 20;
+  auto keep = b->allocate(MemKind::device, 0, n);
+  std::string old;
+  {
+    auto gone = b->allocate(MemKind::device, 0, n);
+    old = b->export_buffer(*gone);
+    EXPECT_EQ(b->import_buffer(old, 0, n)->data(), gone->data());
+  }
+  (void)b->export_buffer(*keep);
+  EXPECT_THROW((void)b->import_buffer(old, 0, n), RuntimeError);
+  EXPECT_NE(b->import_buffer(b->export_buffer(*keep), 0, n), nullptr);
+}
+
 TEST(Cuda, BadTileIsAUsageError) {
   XB_NEED_GPU();
   auto b = make_cuda_backend();
