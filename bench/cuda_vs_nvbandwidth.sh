@@ -9,9 +9,14 @@
 # record for that device or pair (for all_to_one and one_to_all, the sum into
 # or out of the one device: `_total`). nvbandwidth's SUM line adds the cells;
 # xferbench's `_total` of all_to_host and host_to_all counts every byte over
-# the time to the last copy's end, so those sums are not compared. Prints
-# GB/s of both and the ratio xferbench/nvbandwidth; the target is >= 0.97 in
-# every case. Cases that need more GPUs than there are are skipped, named;
+# the time to the last copy's end, so those sums are not compared. Every
+# figure compared is measured the same way on both sides: the per-device
+# cells of host_bidir, all_to_host, host_to_all and all_host_bidir too (each
+# copy timed against the others at twice its size, nvbandwidth's
+# interference; docs/commands/copy.md). So the target is two-sided,
+# 0.97 <= ratio <= 1.03 in every case: a figure above nvbandwidth's is as
+# much a difference of method as one below. Prints GB/s of both and the
+# ratio xferbench/nvbandwidth. Cases that need more GPUs than there are are skipped, named;
 # the latency testcases belong to `xferbench latency`. Where no GPU is usable
 # it prints `waived: <reason>` and exits 0.
 #
@@ -117,16 +122,16 @@ for line in open(f"{tmp}/runs"):
             rows.append((f"{name}_{eng} {label}", peer(f"{name}_{eng}", r, c), mine(recs, kase, src, dst),
                          mine(staged, kase, src, dst) if staged else None))
 ok = True
-print(f"GB/s at {mib} MiB (1e9 B/s, bytes counted once); ratio = xferbench / nvbandwidth; target >= 0.97")
+print(f"GB/s at {mib} MiB (1e9 B/s, bytes counted once); ratio = xferbench / nvbandwidth; target 0.97..1.03")
 print(f"{'case':<52}{'nvbandwidth':>12}{'xferbench':>11}{'ratio':>8}{'staged core':>13}")
 for name, theirs, ours, staged in rows:
     if theirs is None or ours is None:
         print(f"{name:<52}{'n/a' if theirs is None else f'{theirs:.1f}':>12}{'n/a' if ours is None else f'{ours:.1f}':>11}")
         continue
     ratio = ours / theirs
-    ok = ok and ratio >= 0.97
+    ok = ok and 0.97 <= ratio <= 1.03
     extra = f"{staged:>13.1f}" if staged is not None else ""
     print(f"{name:<52}{theirs:>12.1f}{ours:>11.1f}{ratio:>8.3f}{extra}")
-print(f"every case >= 0.97: {'PASS' if ok else 'MISS'}")
+print(f"every case within 0.97..1.03: {'PASS' if ok else 'MISS'}")
 sys.exit(0 if ok else 1)
 PY

@@ -61,6 +61,37 @@ TEST(ResidentBlocks, OccupancyTimesTheSmsThisContextMayUse) {
   EXPECT_EQ(xb::resident_blocks(0, 132, nullptr), 0);  // the kernel fits nowhere
 }
 
+// Concurrent SM-kernel copies on one GPU (CUDA review 2, N3): each leg's
+// grid was 2 x SMs, so two legs of a kernel with 2 blocks per SM resident
+// could not run at once and the second one's time included the first's.
+TEST(CopyBlocks, LegsOnOneDeviceShareItsResidentBlocks) {
+  using xb::copy_blocks_per_leg;
+  EXPECT_EQ(copy_blocks_per_leg(132, 1, 264, 0), 264);  // one copy: 2 per SM, as before
+  EXPECT_EQ(copy_blocks_per_leg(132, 1, 132, 0), 264);  // one kernel may run in waves
+  EXPECT_EQ(copy_blocks_per_leg(132, 2, 264, 0), 132);  // staged, 2 per SM: one SM's worth each
+  EXPECT_EQ(copy_blocks_per_leg(132, 2, 396, 0), 132);  // direct, 3 per SM: 2 x SMs in all
+  EXPECT_EQ(copy_blocks_per_leg(132, 2, 132, 0), 66);   // a 227 KiB tile: one block per SM
+  EXPECT_EQ(copy_blocks_per_leg(132, 3, 264, 0), 88);
+  EXPECT_EQ(copy_blocks_per_leg(132, 7, 264, 0), 37);       // one_to_all on 8 GPUs
+  EXPECT_EQ(copy_blocks_per_leg(132, 2, 0, 0), 132);        // residency unknown: 2 x SMs shared
+  EXPECT_EQ(copy_blocks_per_leg(4, 300, 8, 0), 1);          // at least one block
+  EXPECT_EQ(copy_blocks_per_leg(132, 2, 264, 1000), 1000);  // --threads: as asked
+  for (int legs = 2; legs <= 16; ++legs)
+    for (int resident : {132, 264, 396, 1056}) {
+      const int b = copy_blocks_per_leg(132, legs, resident, 0);
+      EXPECT_TRUE(xb::copy_legs_coresident(legs, b, resident)) << legs << " " << resident;
+    }
+}
+
+TEST(CopyBlocks, AskedBlocksBeyondResidencyDoNotRunAtOnce) {
+  using xb::copy_legs_coresident;
+  EXPECT_TRUE(copy_legs_coresident(1, 100000, 264));  // one kernel: waves are fine
+  EXPECT_TRUE(copy_legs_coresident(2, 132, 264));
+  EXPECT_FALSE(copy_legs_coresident(2, 133, 264));
+  EXPECT_FALSE(copy_legs_coresident(2, 264, 264));  // the old default for two legs
+  EXPECT_TRUE(copy_legs_coresident(2, 264, 0));     // unknown: not refused
+}
+
 // The thread's last-error slot as the CUDA runtime keeps it: a failing call
 // writes it, a succeeding one leaves it, get_last_error reads and clears it.
 struct LastErrorSlot {

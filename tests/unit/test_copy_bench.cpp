@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 
 #include "backend/backend.hpp"
 #include "backend/select/select.hpp"
@@ -32,11 +33,13 @@ CopyConfig small(std::vector<std::string> cases) {
   return c;
 }
 
-// Forwards to a real backend, but its copiers flip one byte of the first
-// destination after every copy: what a broken engine would do.
-class CorruptingBackend final : public Backend {
+// Forwards to a real backend; its copiers call `after` with every batch
+// they ran.
+using AfterRun = std::function<void(std::span<const CopyOp>)>;
+class HookedBackend final : public Backend {
  public:
-  explicit CorruptingBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
+  HookedBackend(std::unique_ptr<Backend> inner, AfterRun after)
+      : in_(std::move(inner)), after_(std::move(after)) {}
   std::string name() const override { return in_->name(); }
   const std::vector<DeviceInfo>& devices() const override { return in_->devices(); }
   Capabilities capabilities() const override { return in_->capabilities(); }
@@ -54,24 +57,35 @@ class CorruptingBackend final : public Backend {
   }
   std::unique_ptr<Event> create_event() override { return in_->create_event(); }
   std::unique_ptr<Copier> copier(Method m, const CopierOptions& o) override {
-    struct Bad final : Copier {
+    struct Hooked final : Copier {
       std::unique_ptr<Copier> c;
+      AfterRun* after = nullptr;
       Method method() const override { return c->method(); }
       CopyTiming run(std::span<const CopyOp> ops) override {
         CopyTiming t = c->run(ops);
-        auto* p = static_cast<std::byte*>(ops[0].dst->data());
-        p[ops[0].bytes / 2] ^= std::byte{0x10};
+        (*after)(ops);
         return t;
       }
     };
-    auto bad = std::make_unique<Bad>();
-    bad->c = in_->copier(m, o);
-    return bad;
+    auto h = std::make_unique<Hooked>();
+    h->c = in_->copier(m, o);
+    h->after = &after_;
+    return h;
   }
 
  private:
   std::unique_ptr<Backend> in_;
+  AfterRun after_;
 };
+
+// Its copiers flip one byte of the first destination after every copy:
+// what a broken engine would do.
+HookedBackend corrupting(std::unique_ptr<Backend> inner) {
+  return HookedBackend(std::move(inner), [](std::span<const CopyOp> ops) {
+    auto* p = static_cast<std::byte*>(ops[0].dst->data());
+    p[ops[0].bytes / 2] ^= std::byte{0x10};
+  });
+}
 
 }  // namespace
 
@@ -141,7 +155,7 @@ TEST(CopyBench, P2pWithOneDeviceIsWaived) {
 }
 
 TEST(CopyBench, VerificationCatchesACorruptedCopy) {
-  CorruptingBackend b(make_backend("host"));
+  HookedBackend b = corrupting(make_backend("host"));
   auto cfg = small({copy_case::d2d});
   cfg.sizes = {100000};
   const auto recs = run_copy(b, copy_registry(), cfg);
@@ -176,6 +190,37 @@ TEST(CopyBench, TwoLegsOneWayNeverMakeABidirRecord) {
       EXPECT_EQ(r.dst, -1);
     }
   }
+}
+
+// CUDA review 2, N5, on the host backend: host_bidir's h2d record comes from
+// a batch with d2h at twice the size and its d2h record from the mirror
+// one; the sum from the batch of equal sizes. Warm-up and timed runs each.
+TEST(CopyBench, HostBidirLegsRunAgainstDoubledInterference) {
+  std::vector<std::vector<Bytes>> runs;
+  HookedBackend b(make_backend("host"), [&](std::span<const CopyOp> ops) {
+    std::vector<Bytes> sizes;
+    for (const auto& op : ops) sizes.push_back(op.bytes);
+    runs.push_back(sizes);
+  });
+  auto cfg = small({copy_case::h2d});
+  cfg.bidir = true;
+  cfg.device = 0;
+  cfg.sizes = {4096};
+  cfg.methods = {Method::dma};
+  const auto recs = run_copy(b, copy_registry(), cfg);
+  ASSERT_EQ(recs.size(), 1u + 3u);  // h2d, then host_bidir's two legs and the sum
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.status, Status::ok) << r.kase << " " << r.reason;
+    EXPECT_EQ(r.verified, std::optional<bool>(true)) << r.kase;
+    EXPECT_EQ(r.iters, 3) << r.kase;
+  }
+  EXPECT_EQ(recs[3].kase, "host_bidir_total");
+  EXPECT_EQ(recs[3].bytes, 2u * 4096u);
+  const int per = cfg.warmup + cfg.iters;  // runs of one batch
+  ASSERT_EQ(runs.size(), static_cast<std::size_t>(per * 4));
+  const std::vector<std::vector<Bytes>> want = {{4096}, {4096, 4096}, {4096, 8192}, {8192, 4096}};
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    EXPECT_EQ(runs[i], want[i / static_cast<std::size_t>(per)]) << "run " << i;
 }
 
 TEST(CopyBench, TheDriverOfACopyIsOneOfItsEnds) {

@@ -88,7 +88,7 @@ TEST(CopyPlan, ConcurrentPatternsOverEveryDevice) {
   const auto g = plan_copy(c, 3);
   ASSERT_EQ(g.size(), 1u + 3u + 3u);  // one host_to_all, one of each per device as "the one"
   EXPECT_EQ(g[0].label(), "host_to_all host->all");
-  EXPECT_EQ(g[0].footprint(-1, 10), 30u);  // three host sources
+  EXPECT_EQ(g[0].footprint(-1, 10), 60u);  // three host sources, each also an interferer at 2n
   EXPECT_EQ(g[1].label(), "all_to_one all->0");
   ASSERT_EQ(g[1].legs.size(), 2u);
   EXPECT_EQ(g[1].legs[0].src, 1);
@@ -133,6 +133,57 @@ TEST(CopyPlan, BidirOfHostCopiesIsOneGroupPerDevice) {
   auto a = config({copy_case::all_to_host, copy_case::host_to_all});
   a.bidir = true;
   EXPECT_EQ(count_case(plan_copy(a, 3), "all_host_bidir"), 1);
+}
+
+// CUDA review 2, N5: the per-leg records of the concurrent host patterns
+// are measured as nvbandwidth measures its cells, the leg at n against the
+// others at 2n; the sum keeps the batch of equal sizes.
+TEST(CopyPlan, HostPatternLegsAreMeasuredAgainstDoubledOthers) {
+  auto c = config({copy_case::h2d, copy_case::all_to_host, copy_case::host_to_all});
+  c.bidir = true;
+  for (const auto& g : plan_copy(c, 2)) {
+    const auto b = copy_batches(g, 10);
+    if (g.legs.size() < 2) {  // h2d, d2h: one copy, one batch
+      ASSERT_EQ(b.size(), 1u) << g.label();
+      EXPECT_EQ(b[0].bytes, std::vector<Bytes>{10}) << g.label();
+      continue;
+    }
+    ASSERT_TRUE(g.doubled_others) << g.label();
+    ASSERT_EQ(b.size(), 1 + g.legs.size()) << g.label();
+    EXPECT_EQ(b[0].bytes, std::vector<Bytes>(g.legs.size(), 10)) << g.label();
+    EXPECT_TRUE(b[0].sum);
+    EXPECT_TRUE(b[0].legs.empty()) << g.label();  // the sum only
+    for (std::size_t i = 0; i < g.legs.size(); ++i) {
+      std::vector<Bytes> want(g.legs.size(), 20);
+      want[i] = 10;
+      EXPECT_EQ(b[i + 1].bytes, want) << g.label() << " leg " << i;
+      EXPECT_EQ(b[i + 1].legs, std::vector<std::size_t>{i});
+      EXPECT_FALSE(b[i + 1].sum);
+    }
+    EXPECT_EQ(g.leg_bytes(10), 20u);
+  }
+  // host_bidir host<->0: h2d and d2h, each as its own nvbandwidth testcase
+  const auto hb = plan_copy(c, 2);
+  ASSERT_EQ(hb[2].label(), "host_bidir host<->0");
+  EXPECT_EQ(copy_batches(hb[2], 10)[1].bytes, (std::vector<Bytes>{10, 20}));
+  EXPECT_EQ(copy_batches(hb[2], 10)[2].bytes, (std::vector<Bytes>{20, 10}));
+}
+
+// nvbandwidth reports both legs of a p2p bidir at equal sizes and only the
+// sum of all_to_one/one_to_all: one batch, every record, as before.
+TEST(CopyPlan, DeviceToDeviceGroupsAreOneBatch) {
+  auto c = config({copy_case::p2p, copy_case::all_to_one, copy_case::one_to_all});
+  c.bidir = true;
+  for (const auto& g : plan_copy(c, 3)) {
+    if (g.legs.empty()) continue;
+    EXPECT_FALSE(g.doubled_others) << g.label();
+    const auto b = copy_batches(g, 10);
+    ASSERT_EQ(b.size(), 1u) << g.label();
+    EXPECT_EQ(b[0].bytes, std::vector<Bytes>(g.legs.size(), 10)) << g.label();
+    EXPECT_EQ(b[0].legs.size(), g.legs.size()) << g.label();
+    EXPECT_EQ(b[0].sum, g.total) << g.label();
+    EXPECT_EQ(g.footprint(g.legs[0].src, 10), 10 * g.footprint(g.legs[0].src, 1));
+  }
 }
 
 TEST(CopyPlan, EveryPatternIsOneRowWithATitle) {

@@ -546,4 +546,30 @@ TEST(DoctorRun, RowsComeCheckByCheckInTheRegistrysOrder) {
   EXPECT_GE(device_rows, 6U);  // h2d, d2h, d2d of each device, per method
 }
 
+// doctor --quick's d2d at 16 MiB sat in the H200's L2 (CUDA review 2, N13):
+// device backends copy d2d at 256 MiB or what fits, the host keeps its size.
+TEST(DoctorProbes, D2dBeyondTheGpusL2) {
+  constexpr Bytes MiB = 1ULL << 20;
+  EXPECT_EQ(doctor::d2d_bytes(16 * MiB, true, 80000 * MiB), 256 * MiB);
+  EXPECT_EQ(doctor::d2d_bytes(16 * MiB, true, 0), 256 * MiB);           // free unknown
+  EXPECT_EQ(doctor::d2d_bytes(16 * MiB, true, 1000 * MiB), 125 * MiB);  // an eighth of free
+  EXPECT_EQ(doctor::d2d_bytes(16 * MiB, true, 64 * MiB), 16 * MiB);     // never below the plan
+  EXPECT_EQ(doctor::d2d_bytes(512 * MiB, true, 80000 * MiB), 512 * MiB);
+  EXPECT_EQ(doctor::d2d_bytes(16 * MiB, false, 80000 * MiB), 16 * MiB);  // host memory
+  EXPECT_EQ(doctor::plan_of(true, false).size, 16 * MiB);  // --quick stays quick elsewhere
+  EXPECT_EQ(doctor::plan_of(true, false).iters, 5);
+  EXPECT_EQ(doctor::plan_of(true, false).d2d_size, 0u);  // chosen by doctor::run
+
+  auto be = make_backend("host");
+  doctor::Probes probes(*be, MiB, 3 * MiB);
+  probes.build({.copies = true});
+  for (Method m : probes.methods()) {
+    EXPECT_EQ(probes.find_dev("d2d", 0, m)->ops.at(0).bytes, 3 * MiB);
+    EXPECT_EQ(probes.find_dev("h2d", 0, m)->ops.at(0).bytes, MiB);
+    EXPECT_EQ(probes.find_dev("d2h", 0, m)->ops.at(0).bytes, MiB);
+  }
+  probes.measure({}, {2, 1, 1, 0.05, 2}, {});
+  EXPECT_TRUE(probes.wrong_data().empty());  // every destination checked at its own size
+}
+
 }  // namespace xb

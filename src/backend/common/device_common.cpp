@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -57,6 +58,19 @@ int resident_blocks(int per_sm, int sms, const char* mps_percentage) {
       sms = std::max(1, static_cast<int>(sms * pct / 100.0));
   }
   return std::max(0, per_sm) * std::max(0, sms);
+}
+
+int copy_blocks_per_leg(int sms, int legs, int resident, int threads) {
+  if (threads > 0) return threads;
+  const int whole = 2 * std::max(1, sms);
+  if (legs <= 1) return whole;
+  const int budget = resident > 0 ? std::min(whole, resident) : whole;
+  return std::max(1, budget / legs);
+}
+
+bool copy_legs_coresident(int legs, int blocks, int resident) {
+  return legs <= 1 || resident <= 0 ||
+         static_cast<long long>(legs) * blocks <= static_cast<long long>(resident);
 }
 
 }  // namespace xb

@@ -47,6 +47,26 @@ int resident_blocks(int per_sm, int sms, const char* mps_percentage);
 BackendStatus failed_probe(const std::string& backend, const char* unit, const std::string& error,
                            bool absence, const std::string& driver_dir);
 
+// Thread blocks of one leg of a batch of SM-kernel copies that start
+// together (Copier::run). `threads` > 0 (--threads): that many, as asked.
+// One leg on its device: 2 x `sms` (two waves' worth, the single-copy
+// default). `legs` > 1 on one device: the kernels only run at once if all
+// their blocks are resident together, so the device's resident blocks
+// (`resident`: the occupancy API's blocks per SM x SMs, resident_blocks),
+// at most 2 x sms, are shared evenly, at least one block each. A larger
+// grid per leg would leave one leg's blocks queued behind another's (a
+// kernel's blocks take chunks statically, so they all exit near its end):
+// the later leg's time would include the earlier one's run. Examples at
+// 132 SMs: two legs of a kernel with 2 blocks per SM get 132 each, one
+// block per SM (a 227 KiB tile) 66 each, three legs at 2 per SM 88 each.
+// `resident` 0 (unknown) counts as 2 x sms.
+int copy_blocks_per_leg(int sms, int legs, int resident, int threads);
+
+// Whether `legs` copies of `blocks` blocks each fit on a device that keeps
+// `resident` blocks at once (0: unknown, taken as fitting): an explicit
+// --threads can ask for more, and the legs would then run one after another.
+bool copy_legs_coresident(int legs, int blocks, int resident);
+
 // Pageable host memory for a device backend's buffer of `size` bytes: whole
 // pages (core/memory.hpp), zero-filled so they are faulted in outside timing.
 // Throws RuntimeError when out of memory. Release it with std::free.
@@ -93,8 +113,11 @@ class Lanes {
  public:
   struct Lane {  // not movable: the events own runtime handles
     EventT start, end;
-    // Declared last, destroyed first: its destructor waits for the stream's
-    // work, the events' records included, before they go.
+    // Declared last, destroyed first: the reverse of creation. The order
+    // does not wait for anything: cudaStreamDestroy returns at once and
+    // releases the stream when its queued work is done, and an event
+    // destroyed while pending is released when it completes (CUDA runtime
+    // API docs), so pending records stay safe either way.
     std::unique_ptr<StreamT> stream;
   };
 

@@ -421,6 +421,19 @@ std::unique_ptr<FusedGemmAllReduce> CudaBackend::fused_gemm_allreduce(Runtime& r
   return make_fused(*this, rt, cfg);
 }
 
+namespace {
+
+// Whether `p` is still the start of device memory (an exported buffer not
+// yet freed). The query's error, if any, does not stay in the thread's slot.
+bool still_device_memory(void* p) {
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e == cudaSuccess && a.type == cudaMemoryTypeDevice && a.devicePointer == p;
+}
+
+}  // namespace
+
 std::string CudaBackend::export_buffer(const Buffer& buf) {
   if (buf.kind() != MemKind::device)
     throw NotSupported("only device memory is exported through CUDA IPC");
@@ -429,7 +442,9 @@ std::string CudaBackend::export_buffer(const Buffer& buf) {
   XB_CUDA(cudaIpcGetMemHandle(&h, buf.data()));
   std::string handle(reinterpret_cast<const char*>(&h), sizeof h);
   const std::lock_guard<std::mutex> lock(exports_mu_);
-  exports_[handle] = {buf.data(), buf.device()};
+  // gemm-ar's sweep exports a fresh window per value: forget the freed ones
+  std::erase_if(exports_, [](const auto& e) { return !still_device_memory(e.first); });
+  exports_[buf.data()] = {handle, buf.device()};
   return handle;
 }
 
@@ -444,10 +459,10 @@ std::unique_ptr<Buffer> CudaBackend::import_buffer(const std::string& handle, in
     // its own handles): the memory itself, on its own device, borrowed, with
     // peer access from `device` so a copy goes over NVLink, not the host.
     const std::lock_guard<std::mutex> lock(exports_mu_);
-    if (const auto it = exports_.find(handle); it != exports_.end()) {
-      const auto [ptr, owner] = it->second;
-      if (owner != device && peer_access(device, owner).ok) enable_peer(device, owner);
-      return std::make_unique<CudaBuffer>(MemKind::device, owner, size, ptr,
+    for (const auto& [ptr, e] : exports_) {
+      if (e.handle != handle) continue;
+      if (e.device != device && peer_access(device, e.device).ok) enable_peer(device, e.device);
+      return std::make_unique<CudaBuffer>(MemKind::device, e.device, size, ptr,
                                           CudaBuffer::Owner::borrowed);
     }
   }

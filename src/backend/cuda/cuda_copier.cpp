@@ -1,11 +1,14 @@
 // The CUDA backend's copier: each op on its own stream, queued behind a
 // latch kernel so all ops start together (nvbandwidth's method), timed with
 // events around the copy. `dma` = cudaMemcpyAsync (copy engines); `core` =
-// SM copy kernels, direct or staged through shared memory.
+// SM copy kernels, direct or staged through shared memory, the device's
+// resident blocks shared among the legs it executes (copy_blocks_per_leg).
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <cstdlib>
+#include <map>
 
+#include "backend/common/device_common.hpp"
 #include "backend/common/device_wait.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
@@ -39,6 +42,8 @@ class CudaCopier final : public Copier {
   CopyTiming run(std::span<const CopyOp> ops) override {
     // Everything that may block or fail runs before any latch spins.
     check_ops(ops);
+    std::map<int, int> legs;  // ops per executing device: SM kernels share its SMs
+    for (const CopyOp& op : ops) ++legs[executing_device(op)];
     bool latch = true;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const CopyOp& op = ops[i];
@@ -57,11 +62,13 @@ class CudaCopier final : public Copier {
           backend_.enable_peer(dev, b->device());
       lanes_.at(i, dev);
     }
+    if (method_ == Method::core) check_coresident(legs);
     flag_[0] = 0;
     flag_[1] = 0;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     try {
-      for (std::size_t i = 0; i < ops.size(); ++i) enqueue(lanes_[i], ops[i], latch);
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        enqueue(lanes_[i], ops[i], latch, legs[executing_device(ops[i])]);
     } catch (...) {
       release();  // never leave a latch spinning
       throw;
@@ -74,7 +81,7 @@ class CudaCopier final : public Copier {
   }
 
  private:
-  void enqueue(CudaLanes::Lane& lane, const CopyOp& op, bool latch) {
+  void enqueue(CudaLanes::Lane& lane, const CopyOp& op, bool latch, int legs) {
     const cudaStream_t s = lane.stream->get();
     const int dev = lane.stream->device();
     set_device(dev);
@@ -84,7 +91,8 @@ class CudaCopier final : public Copier {
     if (method_ == Method::dma)
       XB_CUDA(cudaMemcpyAsync(op.dst->data(), op.src->data(), op.bytes, cudaMemcpyDefault, s));
     else
-      XB_CUDA(launch_copy(s, op.dst->data(), op.src->data(), op.bytes, blocks(dev), opts_.tile));
+      XB_CUDA(
+          launch_copy(s, op.dst->data(), op.src->data(), op.bytes, blocks(dev, legs), opts_.tile));
     lane.stream->record(lane.end);
   }
 
@@ -92,18 +100,35 @@ class CudaCopier final : public Copier {
     __atomic_store_n(&flag_[0], 1, __ATOMIC_SEQ_CST);  // every queued copy starts now
   }
 
-  // Kernels loaded and the tile allowed on a device before its first latch:
-  // with lazy loading, a first launch behind a spinning latch could wait on it.
+  // Kernels loaded and the tile allowed on a device before its first latch
+  // (with lazy loading, a first launch behind a spinning latch could wait on
+  // it), and how many copy blocks the device keeps resident.
   void prepare(int device) {
-    if (std::find(ready_.begin(), ready_.end(), device) != ready_.end()) return;
+    if (resident_.count(device)) return;
     set_device(device);
     XB_CUDA(preload_kernels());
-    if (method_ == Method::core && opts_.tile) XB_CUDA(allow_tile(opts_.tile));
-    ready_.push_back(device);
+    int per_sm = 0;
+    if (method_ == Method::core) {
+      if (opts_.tile) XB_CUDA(allow_tile(opts_.tile));
+      XB_CUDA(copy_blocks_per_sm(opts_.tile, &per_sm));
+    }
+    resident_[device] = resident_blocks(per_sm, backend_.gpu(device).sms,
+                                        std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
   }
 
-  int blocks(int device) const {
-    return opts_.threads > 0 ? opts_.threads : 2 * backend_.gpu(device).sms;
+  int blocks(int device, int legs) const {
+    return copy_blocks_per_leg(backend_.gpu(device).sms, legs, resident_.at(device), opts_.threads);
+  }
+
+  // SM-kernel copies that start together must all be resident at once, or
+  // the later ones' times include the earlier ones' runs: waived, not timed.
+  void check_coresident(const std::map<int, int>& legs) const {
+    for (const auto& [dev, n] : legs)
+      if (!copy_legs_coresident(n, blocks(dev, n), resident_.at(dev)))
+        throw NotSupported(fmt::format(
+            "{} SM copies at once on GPU{} need {} blocks each, and it keeps {} resident: they "
+            "would run one after another (a smaller --threads fits)",
+            n, dev, blocks(dev, n), resident_.at(dev)));
   }
 
   CudaBackend& backend_;
@@ -111,7 +136,7 @@ class CudaCopier final : public Copier {
   CopierOptions opts_;
   volatile int* flag_ = nullptr;  // host-mapped: [0] start latch, [1] latch timed out
   CudaLanes lanes_;
-  std::vector<int> ready_;
+  std::map<int, int> resident_;  // prepared devices: the copy blocks each keeps resident
 };
 
 }  // namespace

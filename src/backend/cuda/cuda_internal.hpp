@@ -137,7 +137,14 @@ class CudaBackend final : public Backend {
   std::vector<bool> peer_enabled_;
   const Topology& topology() const;  // read once, on first use
   std::mutex exports_mu_;
-  std::map<std::string, std::pair<void*, int>> exports_;  // handles this process exported
+  // What this process exported, by address: its handle and device. An
+  // export drops the entries whose memory was freed and replaces the one of
+  // its own address, so it holds at most the live exported allocations.
+  struct Export {
+    std::string handle;
+    int device = -1;
+  };
+  std::map<void*, Export> exports_;
   mutable std::once_flag topo_once_;
   mutable Topology topo_;
 };

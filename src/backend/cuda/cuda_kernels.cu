@@ -133,6 +133,13 @@ cudaError_t preload_kernels() {
   return e;
 }
 
+cudaError_t copy_blocks_per_sm(std::size_t tile, int* blocks) {
+  return tile == 0
+             ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, copy_direct, kCopyThreads, 0)
+             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, copy_staged, kCopyThreads,
+                                                             tile);
+}
+
 cudaError_t allow_tile(std::size_t tile) {
   return cudaFuncSetAttribute(copy_staged, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(tile));

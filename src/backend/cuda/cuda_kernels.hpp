@@ -24,6 +24,10 @@ cudaError_t launch_copy(cudaStream_t s, void* dst, const void* src, std::size_t 
 // first launch behind a spinning latch could wait for the latch itself.
 cudaError_t preload_kernels();
 
+// Blocks of kCopyThreads that one SM keeps resident of the copy kernel that
+// launch_copy uses for `tile` (the occupancy API, on the current device).
+cudaError_t copy_blocks_per_sm(std::size_t tile, int* blocks);
+
 // Lets the staged kernel use `tile` bytes of dynamic shared memory on the
 // current device (needed above 48 KiB).
 cudaError_t allow_tile(std::size_t tile);

@@ -27,8 +27,9 @@ void register_case(Registry& r, const char* key, const char* what, int min_devic
          }});
 }
 
-// The buffers of one group, sized for its largest copy: one source and one
-// destination per leg.
+// The buffers of one group, sized for its largest copy (doubled where the
+// legs also interfere at twice the size): one source and one destination
+// per leg.
 struct Buffers {
   std::vector<std::unique_ptr<Buffer>> src, dst;
   std::vector<std::uint64_t> seeds;
@@ -38,7 +39,9 @@ std::unique_ptr<Buffer> alloc_end(Backend& b, const CopyConfig& cfg, int dev, By
   return dev < 0 ? b.allocate(cfg.host_mem, -1, n) : b.allocate(MemKind::device, dev, n);
 }
 
-Buffers prepare(Backend& b, const CopyConfig& cfg, const CopyGroup& g, std::size_t gi, Bytes n) {
+Buffers prepare(Backend& b, const CopyConfig& cfg, const CopyGroup& g, std::size_t gi,
+                Bytes biggest) {
+  const Bytes n = g.leg_bytes(biggest);
   Buffers bufs;
   for (std::size_t i = 0; i < g.legs.size(); ++i) {
     bufs.src.push_back(alloc_end(b, cfg, g.legs[i].src, n));
@@ -65,25 +68,28 @@ Record total_record(const CopyGroup& g, Method m, Bytes n) {
 }
 
 // Warm-up, timed iterations, verification: the records of one size, each
-// leg's and then the group's sum where it has one.
+// leg's and then the group's sum where it has one, each timed in its batch
+// (copy_batches).
 std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, const CopyGroup& g,
                             Buffers& bufs, Bytes n) {
-  std::vector<CopyOp> ops;
-  for (std::size_t i = 0; i < g.legs.size(); ++i) {
-    if (cfg.check) poison_buffer(b, *bufs.dst[i], n);
-    ops.push_back({bufs.src[i].get(), bufs.dst[i].get(), n, g.legs[i].by});
-  }
-  for (int i = 0; i < cfg.warmup; ++i) copier.run(ops);
-  std::vector<std::vector<double>> per_op(ops.size());
+  if (cfg.check)
+    for (auto& dst : bufs.dst) poison_buffer(b, *dst, n);
+  std::vector<std::vector<double>> per_op(g.legs.size());
   std::vector<double> batch;
-  for (int i = 0; i < g.iters; ++i) {
-    const CopyTiming t = copier.run(ops);
-    for (std::size_t d = 0; d < ops.size(); ++d) per_op[d].push_back(t.op_us[d]);
-    batch.push_back(t.batch_us);
+  for (const CopyBatch& cb : copy_batches(g, n)) {
+    std::vector<CopyOp> ops;
+    for (std::size_t i = 0; i < g.legs.size(); ++i)
+      ops.push_back({bufs.src[i].get(), bufs.dst[i].get(), cb.bytes[i], g.legs[i].by});
+    for (int i = 0; i < cfg.warmup; ++i) copier.run(ops);
+    for (int i = 0; i < g.iters; ++i) {
+      const CopyTiming t = copier.run(ops);
+      for (std::size_t leg : cb.legs) per_op[leg].push_back(t.op_us[leg]);
+      if (cb.sum) batch.push_back(t.batch_us);
+    }
   }
   std::vector<Record> out;
   bool all_ok = true;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
+  for (std::size_t i = 0; i < g.legs.size(); ++i) {
     Record r = base_record(g.kase, copier.method(), g.legs[i].src, g.legs[i].dst, n);
     r.set_samples(per_op[i]);
     if (cfg.check) {

@@ -110,8 +110,9 @@ class CopyFamily final : public Family {
     add_size_options(app, sizes_, "2", "32M", "2");
     app.add_option_function<std::string>(
            "--threads", [this](const std::string& t) { threads_ = parse_thread_counts(t, 65535); },
-           "host: cores/workers one copy is split over (default 1); cuda: thread blocks of the "
-           "core kernels (default 2 per SM). A list (1,2,4) or sweep (powers of two up to the "
+           "host: cores/workers one copy is split over (default 1); cuda: thread blocks of each "
+           "copy's core kernel (default 2 per SM, shared among copies that run at once on one "
+           "GPU). A list (1,2,4) or sweep (powers of two up to the "
            "device's cores) runs each, one record per value")
         ->type_name("N|LIST|sweep");
     app.add_option_function<std::string>(

@@ -42,7 +42,7 @@ void plan_host_one(const PlanInput& in, bool to_device, std::vector<CopyGroup>& 
     g.src = -1;
     g.dst = d;
     g.legs = {{-1, d, {}}, {d, -1, {}}};
-    g.both_ways = g.total = true;
+    g.both_ways = g.total = g.doubled_others = true;
     out.push_back(std::move(g));
   }
 }
@@ -112,7 +112,7 @@ void plan_all_host(const PlanInput& in, bool to_host, std::vector<CopyGroup>& ou
   CopyGroup g = group(in, to_host ? copy_case::all_to_host : copy_case::host_to_all, false);
   g.src = to_host ? kEveryDevice : -1;
   g.dst = to_host ? -1 : kEveryDevice;
-  g.total = true;
+  g.total = g.doubled_others = true;
   for (int d = 0; d < in.ndevices; ++d)
     g.legs.push_back(to_host ? CopyLeg{d, -1, {}} : CopyLeg{-1, d, {}});
   out.push_back(std::move(g));
@@ -120,7 +120,7 @@ void plan_all_host(const PlanInput& in, bool to_host, std::vector<CopyGroup>& ou
   CopyGroup b = group(in, copy_case::all_host_bidir, false);
   b.src = kEveryDevice;
   b.dst = -1;
-  b.both_ways = b.total = true;
+  b.both_ways = b.total = b.doubled_others = true;
   for (int d = 0; d < in.ndevices; ++d) {
     b.legs.push_back({d, -1, {}});
     b.legs.push_back({-1, d, {}});
@@ -239,10 +239,34 @@ std::string CopyGroup::label() const {
   return fmt::format("{} {}{}{}", kase, end(src), both_ways ? "<->" : "->", end(dst));
 }
 
+Bytes CopyGroup::leg_bytes(Bytes bytes) const {
+  return doubled_others && legs.size() > 1 ? 2 * bytes : bytes;
+}
+
 Bytes CopyGroup::footprint(int device, Bytes bytes) const {
   Bytes n = 0;
-  for (const auto& l : legs) n += bytes * ((l.src == device) + (l.dst == device));
+  for (const auto& l : legs) n += leg_bytes(bytes) * ((l.src == device) + (l.dst == device));
   return n;
+}
+
+std::vector<CopyBatch> copy_batches(const CopyGroup& g, Bytes n) {
+  CopyBatch all;
+  all.bytes.assign(g.legs.size(), n);
+  all.sum = g.total;
+  if (g.leg_bytes(n) == n) {  // one batch: every record
+    for (std::size_t i = 0; i < g.legs.size(); ++i) all.legs.push_back(i);
+    return {all};
+  }
+  std::vector<CopyBatch> out;
+  if (all.sum) out.push_back(all);
+  for (std::size_t i = 0; i < g.legs.size(); ++i) {
+    CopyBatch one;
+    one.bytes.assign(g.legs.size(), 2 * n);
+    one.bytes[i] = n;
+    one.legs = {i};
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 std::vector<CopyGroup> plan_copy(const CopyConfig& cfg, int ndevices) {

@@ -2,8 +2,9 @@
 // The copy family's patterns as data. Each `-t` name is one row of
 // copy_patterns(): its title, the devices it needs, the options it takes and
 // the groups it expands to. A group is a list of legs started together (one
-// Copier::run batch); every leg is measured, and a group with a total also
-// reports every leg's bytes over the batch time (the slowest leg's end).
+// Copier::run batch, or one per leg: copy_batches); every leg is measured,
+// and a group with a total also reports every leg's bytes over the batch
+// time (the slowest leg's end).
 // Pure logic, kept apart from the measuring so it can be tested without
 // devices. Adding a pattern is one row in copy_plan.cpp.
 #include <optional>
@@ -61,13 +62,37 @@ struct CopyGroup {
   int src = -1, dst = -1;     // the group's ends, for its label and its sum (kEveryDevice)
   bool both_ways = false;     // legs in both directions ("<->")
   bool total = false;         // also a total_case(kase) record
+  // Each leg's record measured as nvbandwidth measures these patterns'
+  // cells: that leg at the size, every other leg at twice it, so the others
+  // contend with it from its start to its end (copy_batches). Without it a
+  // leg's record comes from the batch of equal sizes, where a leg that ends
+  // late runs its tail with fewer competitors.
+  bool doubled_others = false;
   const std::vector<Bytes>* sizes = nullptr;
   int iters = 1;
 
   std::string label() const;  // "p2p 0->1", "all_to_host all->host", "host_bidir host<->0"
+  // Bytes of each leg's buffers for copies of `bytes`: twice that where a
+  // leg also runs as another's doubled interference.
+  Bytes leg_bytes(Bytes bytes) const;
   // Bytes allocated on `device` (-1: host memory) at once for `bytes` per leg.
   Bytes footprint(int device, Bytes bytes) const;
 };
+
+// One Copier::run batch of a group at one size: each leg's bytes and the
+// records its timings give.
+struct CopyBatch {
+  std::vector<Bytes> bytes;       // per leg, in leg order
+  std::vector<std::size_t> legs;  // the legs whose records it times
+  bool sum = false;               // and the group's sum (the batch's time)
+};
+
+// The batches of a group at size n. Usually one: every leg at n, every
+// record. With doubled_others and more than one leg: first every leg at n
+// for the sum, then per leg one batch with it at n and the others at 2n for
+// its record (nvbandwidth's allHostHelper, allHostBidirHelper and
+// HostToDeviceBidirCE: "double the size of the interference copy").
+std::vector<CopyBatch> copy_batches(const CopyGroup& g, Bytes n);
 
 // What a row expands: the devices and the options of the run.
 struct PlanInput {

@@ -29,7 +29,7 @@ struct EngineTarget {
 class Context {
  public:
   Context(Backend& be, const Plan& plan, EngineTarget target)
-      : be_(be), plan_(plan), target_(std::move(target)), probes_(be, plan.size) {}
+      : be_(be), plan_(plan), target_(std::move(target)), probes_(be, plan.size, plan.d2d_size) {}
   virtual ~Context() = default;
 
   Backend& backend() const { return be_; }

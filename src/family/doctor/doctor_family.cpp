@@ -137,6 +137,7 @@ class DoctorFamily final : public Family {
                   env_of(be),
                   {{"depth", plan.depth},
                    {"size", static_cast<std::int64_t>(plan.size)},
+                   {"d2d_size", static_cast<std::int64_t>(doc.d2d_size)},
                    {"iters", std::int64_t{plan.iters}},
                    {"checks", checks_.empty() ? std::string("all") : checks_},
                    {"reference_gbps", doc.reference},
@@ -144,7 +145,9 @@ class DoctorFamily final : public Family {
                    {"other_cores", doc.load.other_cores}},
                   {},
                   {}};
-    for (const Finding& f : findings) report.results.push_back(finding_record(f, plan.size));
+    for (const Finding& f : findings)  // the d2d rows measured at their own size
+      report.results.push_back(
+          finding_record(f, f.where.rfind("d2d ", 0) == 0 ? doc.d2d_size : plan.size));
     return report_once(*this, std::move(report), run_, out);
   }
 

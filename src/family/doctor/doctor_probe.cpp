@@ -20,6 +20,13 @@ Plan plan_of(bool quick, bool full) {
   return {};
 }
 
+Bytes d2d_bytes(Bytes plan_size, bool device_memory, Bytes least_free) {
+  constexpr Bytes kBeyondL2 = 256ULL << 20, kMiB = 1ULL << 20;
+  if (!device_memory) return plan_size;
+  const Bytes fits = least_free ? least_free / 8 / kMiB * kMiB : kBeyondL2;
+  return std::max(plan_size, std::min(kBeyondL2, fits));
+}
+
 double memcpy_reference(Bytes size, int threads) {
   std::unique_ptr<void, decltype(&std::free)> a(alloc_pages(size), &std::free),
       b(alloc_pages(size), &std::free);
@@ -67,13 +74,14 @@ ProbeNeeds& ProbeNeeds::operator|=(const ProbeNeeds& o) {
   return *this;
 }
 
-Buffer& Probes::buffer(MemKind kind, int device, std::optional<std::uint64_t> seed) {
-  buffers_.push_back(be_.allocate(kind, device, size_));
+Buffer& Probes::buffer(MemKind kind, int device, std::optional<std::uint64_t> seed, Bytes n) {
+  if (!n) n = size_;
+  buffers_.push_back(be_.allocate(kind, device, n));
   Buffer& b = *buffers_.back();
   if (seed)
-    fill_buffer(be_, b, size_, *seed);
+    fill_buffer(be_, b, n, *seed);
   else
-    poison_buffer(be_, b, size_);
+    poison_buffer(be_, b, n);
   return b;
 }
 
@@ -84,7 +92,8 @@ Probe& Probes::probe(const std::string& label, Method m, std::vector<CopyOp> ops
   p.copier = copiers_.at(m).get();
   p.ops = std::move(ops);
   p.seeds = std::move(seeds);
-  for (std::size_t k = 0; k < p.ops.size(); ++k) checked_[p.ops[k].dst] = p.seeds[k];
+  for (std::size_t k = 0; k < p.ops.size(); ++k)
+    checked_[p.ops[k].dst] = {p.seeds[k], p.ops[k].bytes};
   return p;
 }
 
@@ -124,9 +133,11 @@ void Probes::device_probes(int id, const ProbeNeeds& needs, std::map<int, Buffer
   Buffer& hs = buffer(MemKind::pinned, -1, host_seed);
   Buffer& hd_dst = buffer(MemKind::device, id, std::nullopt);
   Buffer& dh_dst = buffer(MemKind::pinned, -1, std::nullopt);
-  Buffer& dd_dst = buffer(MemKind::device, id, std::nullopt);
+  // d2d beyond the GPU's L2 (d2d_bytes): a source of its own where larger
+  Buffer& dd_src = d2d_size_ == n ? ds : buffer(MemKind::device, id, dev_seed, d2d_size_);
+  Buffer& dd_dst = buffer(MemKind::device, id, std::nullopt, d2d_size_);
   for (Method m : methods_) {
-    const CopyOp h2d{&hs, &hd_dst, n}, d2h{&ds, &dh_dst, n}, d2d{&ds, &dd_dst, n};
+    const CopyOp h2d{&hs, &hd_dst, n}, d2h{&ds, &dh_dst, n}, d2d{&dd_src, &dd_dst, d2d_size_};
     path_probe({copy_case::h2d, -1, id, m}, h2d, host_seed);
     path_probe({copy_case::d2h, id, -1, m}, d2h, dev_seed);
     path_probe({copy_case::d2d, id, id, m}, d2d, dev_seed);
@@ -187,8 +198,8 @@ Probes::Measured Probes::measure(const std::vector<const PairedCheck*>& cs, cons
   const LoadMeter meter;
   m.rounds = settle(all, cs, budget);
   m.load = meter.stop();
-  for (const auto& [dst, seed] : checked_)
-    if (const auto bad = verify_buffer(be_, *dst, size_, seed)) {
+  for (const auto& [dst, check] : checked_)
+    if (const auto bad = verify_buffer(be_, *dst, check.second, check.first)) {
       WrongData w{*bad, {}};
       for (const Probe& p : probes_)
         for (const CopyOp& op : p.ops)

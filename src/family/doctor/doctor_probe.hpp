@@ -27,9 +27,19 @@ struct Plan {
   Bytes size = 64ULL << 20;
   int iters = 5, warmup = 2;
   double budget_factor = 3, budget_floor_s = 1;
+  Bytes d2d_size = 0;  // the d2d probes' (d2d_bytes); 0: chosen by doctor::run
   Budget budget() const { return {iters, warmup, budget_factor, budget_floor_s, 200}; }
 };
 Plan plan_of(bool quick, bool full);
+
+// The d2d probes' size. On a device backend (`device_memory`) at least
+// 256 MiB: a copy of the plan's size can sit in the GPU's L2 (--quick's
+// 16 MiB source and destination fit the H200's 50-60 MB), and its figure is
+// then not device memory's. Less where the device with the least free
+// memory (`least_free`, 0: unknown) has not 8 times that free, never less
+// than `plan_size`. The host backend's devices are host memory, where the
+// plan's size is kept (its rows compare devices, not a datasheet).
+Bytes d2d_bytes(Bytes plan_size, bool device_memory, Bytes least_free);
 
 // The host memory reference: memcpy of `size` bytes split over `threads`
 // cores, best of 5, GB/s (decimal).
@@ -74,7 +84,9 @@ struct WrongData {
 
 class Probes {
  public:
-  Probes(Backend& be, Bytes size) : be_(be), size_(size) {}
+  // Probes of `size` bytes, d2d's of `d2d_size` (0: `size`).
+  Probes(Backend& be, Bytes size, Bytes d2d_size = 0)
+      : be_(be), size_(size), d2d_size_(d2d_size ? d2d_size : size) {}
 
   // The copiers of every method the backend supports, then the buffers and
   // probes of `needs`. Per device: h2d, d2h, d2d by each method, h2d+d2h at
@@ -108,7 +120,7 @@ class Probes {
   const std::vector<WrongData>& wrong_data() const { return wrong_data_; }
 
  private:
-  Buffer& buffer(MemKind kind, int device, std::optional<std::uint64_t> seed);
+  Buffer& buffer(MemKind kind, int device, std::optional<std::uint64_t> seed, Bytes n = 0);
   Probe& probe(const std::string& label, Method m, std::vector<CopyOp> ops,
                std::vector<std::uint64_t> seeds);
   void path_probe(const Path& path, const CopyOp& op, std::uint64_t seed);
@@ -117,14 +129,15 @@ class Probes {
   void pair_probes(const std::map<int, Buffer*>& dev_src);
 
   Backend& be_;
-  Bytes size_;
+  Bytes size_, d2d_size_;
   std::vector<Method> methods_;
   std::map<Method, std::unique_ptr<Copier>> copiers_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
-  std::deque<Probe> probes_;                        // stable addresses
-  std::vector<std::pair<Path, Probe*>> paths_;      // single-copy probes, in order
-  std::map<int, Probe*> duplex_, near_;             // by device
-  std::map<const Buffer*, std::uint64_t> checked_;  // destinations and the pattern they get
+  std::deque<Probe> probes_;                    // stable addresses
+  std::vector<std::pair<Path, Probe*>> paths_;  // single-copy probes, in order
+  std::map<int, Probe*> duplex_, near_;         // by device
+  // destinations, the pattern they get and how many bytes of it
+  std::map<const Buffer*, std::pair<std::uint64_t, Bytes>> checked_;
   std::vector<Unmeasured> failed_devices_, failed_pairs_, no_near_;
   std::vector<WrongData> wrong_data_;
 };

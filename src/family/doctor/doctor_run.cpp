@@ -127,7 +127,21 @@ class Doctor : public Context {
 
 Outcome run(Backend& be, const Plan& plan, const std::set<std::string>& checks,
             const Progress& progress, EngineTarget target) {
-  return Doctor(be, plan, checks, progress, std::move(target)).run();
+  Plan p = plan;
+  if (!p.d2d_size) {
+    Bytes least = 0;  // 0: unknown
+    for (const auto& d : be.devices()) {
+      try {
+        const Bytes f = be.free_memory(MemKind::device, d.id);
+        least = least ? std::min(least, f) : f;
+      } catch (const std::exception&) {  // that device's own rows say what is wrong
+      }
+    }
+    p.d2d_size = d2d_bytes(p.size, be.name() != "host", least);
+  }
+  Outcome out = Doctor(be, p, checks, progress, std::move(target)).run();
+  out.d2d_size = p.d2d_size;
+  return out;
 }
 
 }  // namespace xb::doctor

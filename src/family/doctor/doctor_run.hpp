@@ -15,6 +15,7 @@ struct Outcome {
   double reference = 0;  // host memcpy on all cores, GB/s
   CpuLoad load;          // around the main rounds
   int rounds = 0;        // the main rounds run
+  Bytes d2d_size = 0;    // the d2d probes' size (d2d_bytes)
 };
 
 // `checks`: names from check_names(); the others are not run.
