@@ -169,6 +169,29 @@ TEST(CollRanks, DeviceTimedOrEvenRanksNameNoOne) {
   EXPECT_EQ(find_straggler(RankTimes{{{1, 2}}, {{1, 2}}}).rank, -1);  // one rank
 }
 
+// Review N6: a device stream's times (in_call == iter) carry no arrival,
+// so no rank is named: before, every tie fell to rank 0 with share 1.0,
+// and every NCCL record said "rank 0 was the slowest in every iteration".
+TEST(CollRanks, DeviceTimedCallsNameNoRank) {
+  RankTimes t;
+  for (int r = 0; r < 4; ++r) {
+    t.iter.push_back({100.0 + r, 130, 90, 100, 101, 99, 100, 100});
+    t.in_call.push_back(t.iter.back());
+  }
+  const Straggler s = find_straggler(t);
+  EXPECT_EQ(s.rank, -1);
+  EXPECT_EQ(s.share, 0.0);
+  EXPECT_EQ(s.spread, 0.0);
+  EXPECT_EQ(s.own_us.size(), 4U);  // still there for --samples
+  // Host-timed ranks that tie in every iteration: no one either.
+  RankTimes even;
+  for (int r = 0; r < 3; ++r) {
+    even.iter.emplace_back(6, 200.0);
+    even.in_call.emplace_back(6, 150.0);
+  }
+  EXPECT_EQ(find_straggler(even).rank, -1);
+}
+
 TEST(CollRanks, Aggregation) {
   const std::vector<std::vector<double>> it{{1, 2, 3}, {4, 5, 6}};
   EXPECT_DOUBLE_EQ(aggregate(it, TimeAgg::max).median, 5);
