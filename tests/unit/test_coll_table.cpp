@@ -8,6 +8,7 @@
 #include "coll/skew.hpp"
 #include "coll/verify.hpp"
 #include "core/error.hpp"
+#include "family/coll/coll_bench.hpp"
 #include "family/coll/coll_ranks.hpp"
 
 namespace xb {
@@ -190,6 +191,26 @@ TEST(CollRanks, DeviceTimedCallsNameNoRank) {
     even.in_call.emplace_back(6, 150.0);
   }
   EXPECT_EQ(find_straggler(even).rank, -1);
+}
+
+// Finding 5 of the first CUDA review: nccl-tests moves each iteration to the
+// next slot of its largest-size buffers; so does the harness, on every backend.
+TEST(CollRotation, IterationsStepThroughTheLargestBuffer) {
+  const Rotation r = rotation(4096, 1 << 20);  // a 4 KiB call, 1 MiB buffers
+  EXPECT_EQ(r.steps, 256U);
+  EXPECT_EQ(r.at(0), 0U);
+  EXPECT_EQ(r.at(1), 4096U);
+  EXPECT_EQ(r.at(255), 255U * 4096);
+  EXPECT_EQ(r.at(256), 0U);                           // wraps
+  EXPECT_EQ(rotation(1 << 20, 1 << 20).at(7), 0U);    // the largest size stays put
+  EXPECT_EQ(rotation(600 << 10, 1 << 20).at(1), 0U);  // no room for a second slot
+  EXPECT_EQ(rotation(0, 1 << 20).at(3), 0U);
+  const Rotation odd = rotation(1000, 10000);  // 256-byte steps, never past the end
+  EXPECT_EQ(odd.step, 1024U);
+  for (int i = 0; i < 30; ++i) {
+    EXPECT_EQ(odd.at(i) % 256, 0U);
+    EXPECT_LE(odd.at(i) + 1000, 10000U);
+  }
 }
 
 TEST(CollRanks, Aggregation) {
