@@ -49,7 +49,8 @@ for pair in $ops; do
   # nccl-tests: -c 0, no check in the timing; -a 1, the mean averaged over ranks.
   "${nt_run[@]}" "$peers/${nt}_perf" -b "$min" -e 1G -f 2 -g "$nt_gpus" -n "$iters" -w "$warmup" \
     -c 0 -a 1 -o sum -d float > "$tmp/nt_$op.txt"
-  # xferbench: one rank per GPU under mpiexec, averaged over ranks.
+  # xferbench: one rank per GPU under mpiexec, averaged over ranks; its buffers
+  # rotate each iteration as nccl-tests' do (startColl's shift).
   "$xb" coll "$op" --backend cuda --ranks "$gpus" -b "$min" -e 1G -f 2 -n "$iters" -w "$warmup" \
     --outofplace -d float --redop sum -a avg --format json -o "$tmp/xb_$op.json" -q
 done

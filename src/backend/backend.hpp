@@ -61,10 +61,14 @@ class Buffer {
 struct LinkFacts {
   std::string pcie_current_speed, pcie_max_speed;  // sysfs text: "32.0 GT/s PCIe"
   int pcie_width = 0, pcie_max_width = 0;          // lanes
-  double mem_clock_khz = 0;                        // device memory clock (peak)
-  int mem_bus_bits = 0;                            // device memory bus width
-  int nvlink_links = 0;                            // active NVLinks (NVML)
-  int arch_major = 0, arch_minor = 0;              // compute capability: the NVLink generation
+  // The maxima of the port above the device (its slot): the link trains to
+  // the lesser of the two ends. "" / 0: no port to read (a root-bus device).
+  std::string pcie_port_max_speed;
+  int pcie_port_max_width = 0;
+  double mem_clock_khz = 0;            // device memory clock (peak)
+  int mem_bus_bits = 0;                // device memory bus width
+  int nvlink_links = 0;                // active NVLinks (NVML)
+  int arch_major = 0, arch_minor = 0;  // compute capability: the NVLink generation
   std::string source;  // where the facts come from ("sysfs 0000:17:00.0, CUDA attributes")
 };
 

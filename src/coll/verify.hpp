@@ -20,7 +20,21 @@ double expected_value(const CollCase& c, int rank, std::size_t i, const CollCoun
 // Whether `rank`'s receive buffer is defined (reduce, gather: only at the root).
 bool receives(const CollCase& c, int rank);
 
-// Fills rank's send buffer; counts mismatching elements of its receive buffer.
+// What an fp8 average of n equal inputs x may legitimately come to (review
+// N10): NCCL's avg is a PreMulSum, each input times fp8(1/n) (rounded to
+// half, then to fp8) and then added pairwise, each addition through half
+// and rounded back to fp8, in the order its algorithm takes (a ring chains
+// them, a tree pairs them). 1/n is not exact in fp8 unless n is a power of
+// two. [lo, hi] spans every grouping of the n additions, a single rounding
+// of the exact sum and the exact average x itself (MPI's user operation):
+// computed by enumerating them, n at most a few dozen.
+struct Fp8AvgBounds {
+  double lo = 0, hi = 0;
+};
+Fp8AvgBounds fp8_avg_bounds(DType t, int n, double x);
+
+// Fills rank's send buffer; counts mismatching elements of its receive buffer
+// (exact but for fp8 avg, held to fp8_avg_bounds).
 void fill_inputs(const CollCase& c, int rank, void* send, std::size_t count);
 std::size_t count_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& counts);
 

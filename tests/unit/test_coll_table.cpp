@@ -8,6 +8,7 @@
 #include "coll/skew.hpp"
 #include "coll/verify.hpp"
 #include "core/error.hpp"
+#include "family/coll/coll_bench.hpp"
 #include "family/coll/coll_ranks.hpp"
 
 namespace xb {
@@ -167,6 +168,49 @@ TEST(CollRanks, DeviceTimedOrEvenRanksNameNoOne) {
   EXPECT_FALSE(is_straggler(3.0, 1.0, 4));   // too few iterations
   EXPECT_FALSE(is_straggler(3.0, 0.4, 20));  // not the slowest often enough
   EXPECT_EQ(find_straggler(RankTimes{{{1, 2}}, {{1, 2}}}).rank, -1);  // one rank
+}
+
+// Review N6: a device stream's times (in_call == iter) carry no arrival,
+// so no rank is named: before, every tie fell to rank 0 with share 1.0,
+// and every NCCL record said "rank 0 was the slowest in every iteration".
+TEST(CollRanks, DeviceTimedCallsNameNoRank) {
+  RankTimes t;
+  for (int r = 0; r < 4; ++r) {
+    t.iter.push_back({100.0 + r, 130, 90, 100, 101, 99, 100, 100});
+    t.in_call.push_back(t.iter.back());
+  }
+  const Straggler s = find_straggler(t);
+  EXPECT_EQ(s.rank, -1);
+  EXPECT_EQ(s.share, 0.0);
+  EXPECT_EQ(s.spread, 0.0);
+  EXPECT_EQ(s.own_us.size(), 4U);  // still there for --samples
+  // Host-timed ranks that tie in every iteration: no one either.
+  RankTimes even;
+  for (int r = 0; r < 3; ++r) {
+    even.iter.emplace_back(6, 200.0);
+    even.in_call.emplace_back(6, 150.0);
+  }
+  EXPECT_EQ(find_straggler(even).rank, -1);
+}
+
+// Finding 5 of the first CUDA review: nccl-tests moves each iteration to the
+// next slot of its largest-size buffers; so does the harness, on every backend.
+TEST(CollRotation, IterationsStepThroughTheLargestBuffer) {
+  const Rotation r = rotation(4096, 1 << 20);  // a 4 KiB call, 1 MiB buffers
+  EXPECT_EQ(r.steps, 256U);
+  EXPECT_EQ(r.at(0), 0U);
+  EXPECT_EQ(r.at(1), 4096U);
+  EXPECT_EQ(r.at(255), 255U * 4096);
+  EXPECT_EQ(r.at(256), 0U);                           // wraps
+  EXPECT_EQ(rotation(1 << 20, 1 << 20).at(7), 0U);    // the largest size stays put
+  EXPECT_EQ(rotation(600 << 10, 1 << 20).at(1), 0U);  // no room for a second slot
+  EXPECT_EQ(rotation(0, 1 << 20).at(3), 0U);
+  const Rotation odd = rotation(1000, 10000);  // 256-byte steps, never past the end
+  EXPECT_EQ(odd.step, 1024U);
+  for (int i = 0; i < 30; ++i) {
+    EXPECT_EQ(odd.at(i) % 256, 0U);
+    EXPECT_LE(odd.at(i) + 1000, 10000U);
+  }
 }
 
 TEST(CollRanks, Aggregation) {

@@ -384,14 +384,23 @@ TEST(DoctorLinks, NvlinkWithoutCountHasNoPcieFigureAndPcieUsesTheMaximumSpeed) {
   EXPECT_TRUE(is_nvlink("NVLink (NVML P2P status; link count unknown)"));
   EXPECT_FALSE(is_nvlink("NODE (PCIe through the CPU)"));
   EXPECT_FALSE(is_nvlink(""));
+  // The cases of one link, no port reported: tests/unit/test_pcie_link.cpp has the slot's.
+  const auto link = [](std::string cur, std::string max, int w, int max_w) {
+    LinkFacts f;
+    f.pcie_current_speed = std::move(cur);
+    f.pcie_max_speed = std::move(max);
+    f.pcie_width = w;
+    f.pcie_max_width = max_w;
+    return f;
+  };
   // An idle H200 whose Gen5 link trained down to Gen1 (2.5 GT/s) to save power:
   // the expectation stays Gen5 x16.
-  EXPECT_NEAR(*pcie_expected_raw("2.5 GT/s PCIe", "32.0 GT/s PCIe", 16, 16), 63.015, 0.01);
+  EXPECT_NEAR(*pcie_expected_raw(link("2.5 GT/s PCIe", "32.0 GT/s PCIe", 16, 16)), 63.015, 0.01);
   // A card in an x8 slot: its current width counts.
-  EXPECT_NEAR(*pcie_expected_raw("32.0 GT/s PCIe", "32.0 GT/s PCIe", 8, 16), 31.508, 0.01);
-  EXPECT_NEAR(*pcie_expected_raw("16.0 GT/s PCIe", "Unknown", 16, 16), 31.508, 0.01);
-  EXPECT_FALSE(pcie_expected_raw("Unknown", "", 16, 16));
-  EXPECT_FALSE(pcie_expected_raw("32.0 GT/s PCIe", "32.0 GT/s PCIe", 0, 0));
+  EXPECT_NEAR(*pcie_expected_raw(link("32.0 GT/s PCIe", "32.0 GT/s PCIe", 8, 16)), 31.508, 0.01);
+  EXPECT_NEAR(*pcie_expected_raw(link("16.0 GT/s PCIe", "Unknown", 16, 16)), 31.508, 0.01);
+  EXPECT_FALSE(pcie_expected_raw(link("Unknown", "", 16, 16)));
+  EXPECT_FALSE(pcie_expected_raw(link("32.0 GT/s PCIe", "32.0 GT/s PCIe", 0, 0)));
 }
 
 }  // namespace xb

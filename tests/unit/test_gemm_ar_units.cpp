@@ -7,6 +7,7 @@
 #include "coll/gemm_tiling.hpp"
 #include "core/error.hpp"
 #include "family/gemm_ar/gemm_ar_bench.hpp"
+#include "family/gemm_ar/gemm_ar_family.hpp"
 #include "family/gemm_ar/gemm_ar_inputs.hpp"
 #include "family/gemm_ar/sync.hpp"
 
@@ -174,6 +175,38 @@ TEST(GemmArCheck, PhasesThatDisagreeWithTheLastCountAsWrong) {
   EXPECT_EQ(same.second, 0);
   EXPECT_EQ(same.first, last);
   EXPECT_EQ(merge_phase_outputs(last, {}, 1e-3, 0).first, last);
+}
+
+}  // namespace xb
+
+namespace xb {
+
+// The --comm-blocks sweep's table says whether its records were checked, so
+// the GPU test (gpu.gemm_ar_sweep) can hold every value of the sweep to it.
+TEST(GemmArTable, TheSweepSaysItsRecordsWereChecked) {
+  Report r;
+  for (const std::int64_t blocks : {4, 16}) {
+    Record rec;
+    rec.kase = "interference";
+    rec.set(gemm_field::comm_blocks, blocks);
+    rec.set(gemm_field::wrong, std::int64_t{0});
+    r.results.push_back(rec);
+  }
+  EXPECT_NE(gemm_tables(r).find("verification: 2 of 2 --comm-blocks values checked (comm alone "
+                                "and beside the GEMM, into poisoned outputs), 0 elements outside "
+                                "tolerance"),
+            std::string::npos)
+      << gemm_tables(r);
+  r.results[1].set(gemm_field::wrong, std::int64_t{3});
+  EXPECT_NE(gemm_tables(r).find("2 of 2 --comm-blocks values checked (comm alone and beside the "
+                                "GEMM, into poisoned outputs), 3 elements"),
+            std::string::npos);
+  Report unchecked;  // -c 0: no line
+  Record rec;
+  rec.kase = "interference";
+  rec.set(gemm_field::comm_blocks, std::int64_t{4});
+  unchecked.results.push_back(rec);
+  EXPECT_EQ(gemm_tables(unchecked).find("verification:"), std::string::npos);
 }
 
 }  // namespace xb

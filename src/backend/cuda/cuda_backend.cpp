@@ -14,6 +14,7 @@
 #include "backend/common/hwloc_util.hpp"
 #include "backend/common/last_error.hpp"
 #include "backend/common/nccl_rules.hpp"
+#include "backend/common/pcie_sysfs.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
 #include "coll/fused.hpp"
@@ -368,26 +369,7 @@ std::vector<std::pair<std::string, std::string>> CudaBackend::software() const {
 
 LinkFacts CudaBackend::link_facts(int device) const {
   check_device(device);
-  LinkFacts f;
-  std::string pci = gpu(device).pci;
-  for (auto& c : pci) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const auto read = [&](const char* leaf) {
-    std::ifstream in("/sys/bus/pci/devices/" + pci + "/" + leaf);
-    std::string line;
-    std::getline(in, line);
-    return line;
-  };
-  const auto number = [](const std::string& s) {
-    try {
-      return s.empty() ? 0 : std::stoi(s);
-    } catch (const std::exception&) {
-      return 0;
-    }
-  };
-  f.pcie_current_speed = read("current_link_speed");
-  f.pcie_max_speed = read("max_link_speed");
-  f.pcie_width = number(read("current_link_width"));
-  f.pcie_max_width = number(read("max_link_width"));
+  LinkFacts f = pcie_link_facts(gpu(device).pci);  // the GPU's link and its slot's maxima
   int clock = 0, bus = 0;
   if (cudaDeviceGetAttribute(&clock, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
       cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess) {
@@ -402,7 +384,7 @@ LinkFacts CudaBackend::link_facts(int device) const {
   }
   (void)cudaGetLastError();
   f.nvlink_links = topology().nvlinks[static_cast<std::size_t>(device)];
-  f.source = fmt::format("sysfs {}, CUDA attributes, NVML", pci);
+  f.source += ", CUDA attributes, NVML";
   return f;
 }
 

@@ -161,14 +161,16 @@ class CudaFused final : public FusedGemmAllReduce {
     for (cudaEvent_t* e : {&start_, &compute_end_, &comm_end_}) XB_CUDA(cudaEventCreate(e));
     wave_done_.resize(static_cast<std::size_t>(plan_.waves));
     for (auto& e : wave_done_) XB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    XB_BLAS(cublasCreate(&blas_));
-    XB_BLAS(cublasSetStream(blas_, compute_));
-    XB_BLAS(cublasSetWorkspace(blas_, workspace_.p, kBlasWorkspace));
+    blas_ = make_blas();
     // sm: the waves are planned for the SMs the comm blocks leave; cuBLAS is
     // told so, or its persistent kernels size each wave for the whole GPU and
-    // the displaced CTAs run as a second round (review finding 3).
-    if (cfg.engine == CommEngine::sm)
+    // the displaced CTAs run as a second round (review finding 3). The GEMM
+    // alone (the compute phase: the unfused reference and the sweep's
+    // compute-alone) runs on a second handle with every SM (review N8).
+    if (cfg.engine == CommEngine::sm) {
       XB_BLAS(cublasSetSmCountTarget(blas_, be.gpu(dev_).sms - cfg.comm_blocks));
+      blas_alone_ = make_blas();
+    }
     XB_CUDA(preload_fused_kernels());
     // sm: one comm block per SM. Pending comm blocks would otherwise pile
     // onto the first SMs the GEMM frees (6 or so to an SM, by registers), so
@@ -182,7 +184,8 @@ class CudaFused final : public FusedGemmAllReduce {
   ~CudaFused() override {
     (void)cudaSetDevice(dev_);
     (void)cudaDeviceSynchronize();
-    if (blas_) (void)cublasDestroy(blas_);
+    for (cublasHandle_t h : {blas_, blas_alone_})
+      if (h) (void)cublasDestroy(h);
     for (auto& e : wave_done_) (void)cudaEventDestroy(e);
     for (cudaEvent_t e : {start_, compute_end_, comm_end_})
       if (e) (void)cudaEventDestroy(e);
@@ -218,7 +221,8 @@ class CudaFused final : public FusedGemmAllReduce {
     // cudaMemcpy from pageable memory may return before the data landed, and
     // the non-blocking compute stream does not wait for the legacy stream.
     XB_CUDA(cudaDeviceSynchronize());
-    gemm_waves(false);  // loads cuBLAS's kernels before any timed phase
+    for (cublasHandle_t h : {blas_, blas_alone_})  // loads cuBLAS's kernels before any timed phase
+      if (h) gemm_waves(false, h);
     XB_CUDA(cudaStreamSynchronize(compute_));
   }
 
@@ -232,7 +236,7 @@ class CudaFused final : public FusedGemmAllReduce {
     XB_CUDA(cudaEventRecord(start_, compute_));
     const bool signal = phase == FusedPhase::sequential || phase == FusedPhase::pipelined;
     if (phase != FusedPhase::comm) {
-      gemm_waves(signal);
+      gemm_waves(signal, phase == FusedPhase::compute && blas_alone_ ? blas_alone_ : blas_);
       XB_CUDA(cudaEventRecord(compute_end_, compute_));
     }
     switch (phase) {
@@ -296,7 +300,15 @@ class CudaFused final : public FusedGemmAllReduce {
   }
 
   // Row-major C = A x B is column-major C^T = B^T x A^T: cuBLAS gets B first.
-  void gemm_waves(bool signal) {
+  cublasHandle_t make_blas() {
+    cublasHandle_t h = nullptr;
+    XB_BLAS(cublasCreate(&h));
+    XB_BLAS(cublasSetStream(h, compute_));
+    XB_BLAS(cublasSetWorkspace(h, workspace_.p, kBlasWorkspace));  // one stream: never at once
+    return h;
+  }
+
+  void gemm_waves(bool signal, cublasHandle_t blas) {
     const Tiling& t = plan_.t;
     const float one = 1.0f, zero = 0.0f;
     const cudaDataType_t type = cuda_type(cfg_.dtype);
@@ -304,7 +316,7 @@ class CudaFused final : public FusedGemmAllReduce {
       const std::int64_t r0 = plan_.wave_first_row(w) * t.shape.base_m;
       const auto rows = static_cast<int>(plan_.wave_row_count(w) * t.shape.base_m);
       const auto* a = A_.as<const std::byte>() + static_cast<std::size_t>(r0 * t.shape.K) * esize_;
-      XB_BLAS(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(t.Np), rows,
+      XB_BLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(t.Np), rows,
                            static_cast<int>(t.shape.K), &one, B_.p, type, static_cast<int>(t.Np), a,
                            type, static_cast<int>(t.shape.K), &zero, C_.as<float>() + r0 * t.Np,
                            CUDA_R_32F, static_cast<int>(t.Np), CUBLAS_COMPUTE_32F,
@@ -397,27 +409,18 @@ class CudaFused final : public FusedGemmAllReduce {
   cudaStream_t compute_ = nullptr, comm_ = nullptr, gather_ = nullptr;
   cudaEvent_t start_ = nullptr, compute_end_ = nullptr, comm_end_ = nullptr;
   std::vector<cudaEvent_t> wave_done_;
-  cublasHandle_t blas_ = nullptr;
+  cublasHandle_t blas_ = nullptr, blas_alone_ = nullptr;  // sm: blas_ on the SMs comm leaves
   std::size_t comm_smem_ = 0;  // sm: dynamic shared memory per comm block (one per SM)
 };
 
 }  // namespace
 
-Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
-  if (!rt.single_host())
-    return Support::no(
-        "gemm-ar on cuda shares device windows through CUDA IPC: all ranks on one host");
-  if (cfg.nranks > kFusedMaxRanks)
-    return Support::no(fmt::format("gemm-ar on cuda takes at most {} ranks", kFusedMaxRanks));
-  if (cfg.dtype != DType::half && cfg.dtype != DType::bf16 && cfg.dtype != DType::float32)
-    return Support::no(fmt::format("--dtype {}: the fused GEMM takes half, bf16 or float inputs",
-                                   to_string(cfg.dtype)));
-  if (cfg.shape.base_n % 4 != 0)
-    return Support::no(fmt::format(
-        "--base-n {}: the comm kernel moves 16-byte vectors, so base-n must be a multiple of 4",
-        cfg.shape.base_n));
+namespace {
+
+// What fused_fits asks of the device itself: peer atomics, resident comm
+// blocks, bf16, memory. Makes CUDA calls, which may throw.
+Support device_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg, int dev) {
   const int gpus = static_cast<int>(be.devices().size());
-  const int dev = rt.local_rank() % gpus;
   const GpuInfo& g = be.gpu(dev);
   // Peers on other GPUs are written and counted through P2P: this GPU must
   // reach each of them with native atomics (else two sources adding to one
@@ -435,45 +438,68 @@ Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
           "this machine does not give: run the ranks on one GPU, or --backend host",
           dev, peer));
   }
+  // Review finding 12: every comm block spins on work other blocks
+  // publish, so all of them must be resident at once. Under MPS or an
+  // SM-limited context fewer may fit than the SM count says.
+  set_device(dev);
+  const std::size_t smem = comm_smem(be, dev, cfg.engine);
+  if (smem > 0) XB_CUDA(reserve_fused_comm_smem(smem));
+  int per_sm = 0, sms = 0;
+  XB_CUDA(fused_comm_blocks_per_sm(&per_sm, smem));
+  XB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int resident =
+      resident_blocks(per_sm, sms, std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+  if (cfg.comm_blocks > resident)
+    return Support::no(fmt::format(
+        "--comm-blocks {}: GPU{} keeps at most {} comm blocks resident at once ({} per SM x the "
+        "SMs this context may use), and blocks that wait behind spinning ones would stall the "
+        "run: lower --comm-blocks",
+        cfg.comm_blocks, dev, resident, per_sm));
+  if (cfg.dtype == DType::bf16 && compute_major(dev) < 8)
+    return Support::no(
+        fmt::format("--dtype bf16: GPU{} ({}) has no bf16 GEMM (before sm_80)", dev, g.model));
+  const FusedPlan p = make_fused_plan(cfg, rt.rank(), g.sms, cfg.engine == CommEngine::sm);
+  const Tiling& t = p.t;
+  const auto need =
+      p.window.bytes +
+      static_cast<Bytes>(t.Mp * t.shape.K + t.shape.K * t.Np) * dtype_size(cfg.dtype) +
+      static_cast<Bytes>(t.Mp * t.Np) * sizeof(float) + kBlasWorkspace;
+  const Bytes free = be.free_memory(MemKind::device, dev);
+  if (free && need > free)
+    return Support::no(fmt::format("the shape needs {} on GPU{}, {} is free", format_capacity(need),
+                                   dev, format_capacity(free)));
+  return Support::yes();
+}
+
+}  // namespace
+
+Support fused_fits(CudaBackend& be, Runtime& rt, const FusedConfig& cfg) {
+  if (!rt.single_host())
+    return Support::no(
+        "gemm-ar on cuda shares device windows through CUDA IPC: all ranks on one host");
+  if (cfg.nranks > kFusedMaxRanks)
+    return Support::no(fmt::format("gemm-ar on cuda takes at most {} ranks", kFusedMaxRanks));
+  if (cfg.dtype != DType::half && cfg.dtype != DType::bf16 && cfg.dtype != DType::float32)
+    return Support::no(fmt::format("--dtype {}: the fused GEMM takes half, bf16 or float inputs",
+                                   to_string(cfg.dtype)));
+  if (cfg.shape.base_n % 4 != 0)
+    return Support::no(fmt::format(
+        "--base-n {}: the comm kernel moves 16-byte vectors, so base-n must be a multiple of 4",
+        cfg.shape.base_n));
+  const int dev = rt.local_rank() % static_cast<int>(be.devices().size());
+  const GpuInfo& g = be.gpu(dev);
   if (cfg.comm_blocks >= g.sms)
     return Support::no(fmt::format(
         "--comm-blocks {}: GPU{} ({}) has {} SMs, and the GEMM needs at least one of them",
         cfg.comm_blocks, dev, g.model, g.sms));
+  // Any failure, a CUDA error too, is this rank's answer to the caller's
+  // rt.agree (review N9): an exception escaping here would end this rank
+  // alone, without its message, and leave the others waiting in agree.
   try {
-    // Review finding 12: every comm block spins on work other blocks
-    // publish, so all of them must be resident at once. Under MPS or an
-    // SM-limited context fewer may fit than the SM count says.
-    set_device(dev);
-    const std::size_t smem = comm_smem(be, dev, cfg.engine);
-    if (smem > 0) XB_CUDA(reserve_fused_comm_smem(smem));
-    int per_sm = 0, sms = 0;
-    XB_CUDA(fused_comm_blocks_per_sm(&per_sm, smem));
-    XB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const int resident =
-        resident_blocks(per_sm, sms, std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
-    if (cfg.comm_blocks > resident)
-      return Support::no(fmt::format(
-          "--comm-blocks {}: GPU{} keeps at most {} comm blocks resident at once ({} per SM x the "
-          "SMs this context may use), and blocks that wait behind spinning ones would stall the "
-          "run: lower --comm-blocks",
-          cfg.comm_blocks, dev, resident, per_sm));
-    if (cfg.dtype == DType::bf16 && compute_major(dev) < 8)
-      return Support::no(
-          fmt::format("--dtype bf16: GPU{} ({}) has no bf16 GEMM (before sm_80)", dev, g.model));
-    const FusedPlan p = make_fused_plan(cfg, rt.rank(), g.sms, cfg.engine == CommEngine::sm);
-    const Tiling& t = p.t;
-    const auto need =
-        p.window.bytes +
-        static_cast<Bytes>(t.Mp * t.shape.K + t.shape.K * t.Np) * dtype_size(cfg.dtype) +
-        static_cast<Bytes>(t.Mp * t.Np) * sizeof(float) + kBlasWorkspace;
-    const Bytes free = be.free_memory(MemKind::device, dev);
-    if (free && need > free)
-      return Support::no(fmt::format("the shape needs {} on GPU{}, {} is free",
-                                     format_capacity(need), dev, format_capacity(free)));
-  } catch (const UsageError& e) {
+    return device_fits(be, rt, cfg, dev);
+  } catch (const std::exception& e) {
     return Support::no(e.what());
   }
-  return Support::yes();
 }
 
 std::unique_ptr<FusedGemmAllReduce> make_fused(CudaBackend& be, Runtime& rt,

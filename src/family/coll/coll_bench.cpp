@@ -45,18 +45,29 @@ CollBuffers allocate(Backend& b, Communicator& comm, const CollConfig& cfg, cons
       b.allocate(comm.buffer_kind(), comm.device(), std::max<Bytes>(std::max(send, recv) * es, 1));
   bufs.host.resize(std::max(send, recv) * es + 1);
   comm.reserve(std::max(send, recv) * es);
+  // Zeros everywhere the rotation reaches (place() writes the inputs at
+  // offset 0 only): host pages are touched here, not inside the timing,
+  // and every iteration reduces numbers.
+  std::fill(bufs.host.begin(), bufs.host.end(), std::byte{0});
+  for (Buffer* buf : {bufs.send.get(), bufs.recv.get(), bufs.inplace.get()})
+    b.write(*buf, 0, std::span<const std::byte>(bufs.host.data(), buf->size()));
   return bufs;
 }
 
-// One collective call, placed out of place or in place: its row's call.
+// One collective call, placed out of place or in place: its row's call;
+// iteration i runs rotated (Rotation: nccl-tests' shift), the check at 0.
 struct Call {
   Communicator& comm;
   const CollCase& c;
   const CollCounts& k;
   const void* send;
   void* recv;
+  Rotation send_rot{}, recv_rot{};
 
-  void operator()() const { spec(c.op).call(comm, CollCall{c, k, send, recv}); }
+  void operator()(int iter = 0) const {
+    spec(c.op).call(comm, CollCall{c, k, static_cast<const std::byte*>(send) + send_rot.at(iter),
+                                   static_cast<std::byte*>(recv) + recv_rot.at(iter)});
+  }
 };
 
 // Places the inputs, returns the call and where its result will be.
@@ -73,13 +84,21 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
   auto* base_in = static_cast<std::byte*>(in.data());
   if (!inplace) {
     *result_offset = 0;
-    return {comm, c, k, base_in, bufs.recv->data()};
+    return {comm,
+            c,
+            k,
+            base_in,
+            bufs.recv->data(),
+            rotation(k.send * es, bufs.send->size()),
+            rotation(k.recv * es, bufs.recv->size())};
   }
   *result_offset = how == InPlace::library       ? comm.inplace_result_offset(c.op, k.recv) * es
                    : how == InPlace::result_slot ? rank * k.recv * es
                                                  : 0;
-  if (how == InPlace::result_slot) return {comm, c, k, base_in, base_in + *result_offset};
-  return {comm, c, k, base_in + in_off, base_in};
+  // In place, every slot lies within the first max(send, recv) elements.
+  const Rotation rot = rotation(std::max(k.send, k.recv) * es, in.size());
+  if (how == InPlace::result_slot) return {comm, c, k, base_in, base_in + *result_offset, rot, rot};
+  return {comm, c, k, base_in + in_off, base_in, rot, rot};
 }
 
 // Queues `calls` on the library's stream; with `graph`, captured into a
@@ -127,17 +146,19 @@ RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const Co
   const bool slow = comm.rank() == cfg.slow_rank && cfg.slow_us > 0;
   const auto lag = std::chrono::duration<double, std::micro>(cfg.slow_us);
   rt.barrier(Runtime::Wait::spin);
-  for (int i = 0; i < cfg.warmup; ++i) call();
+  for (int i = 0; i < cfg.warmup; ++i) call(i);
   comm.synchronize();
   rt.barrier(Runtime::Wait::spin);  // the timed calls start together
   Timed mine;
   if (marks) {
-    const std::function<void()> slowed = [&] {
+    const std::function<void(int)> slowed = [&](int i) {
       if (slow) std::this_thread::sleep_for(lag);
-      call();
+      call(i);
     };
     mine.iter = time_on_stream(comm, *marks, slowed, cfg.iters, cfg.graph);
-    mine.in_call = mine.iter;  // the device's clock: no arrival to split off
+    // The device's clock times the whole call: no arrival to split off, so
+    // find_straggler names no rank (review N6).
+    mine.in_call = mine.iter;
   } else {
     mine.iter.reserve(static_cast<std::size_t>(cfg.iters));
     mine.in_call.reserve(static_cast<std::size_t>(cfg.iters));
@@ -147,7 +168,7 @@ RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const Co
     for (int i = 0; i < cfg.iters; ++i) {
       if (slow) std::this_thread::sleep_for(lag);
       const auto t1 = Clock::now();
-      call();
+      call(i);
       comm.synchronize();
       const auto t2 = Clock::now();
       mine.iter.push_back(elapsed_us(t0, t2));
@@ -255,12 +276,18 @@ Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
 
 }  // namespace
 
+Rotation rotation(Bytes used, Bytes capacity) {
+  const Bytes step = (used + 255) / 256 * 256;
+  if (used == 0 || step > capacity / 2) return {};
+  return {step, static_cast<std::size_t>(capacity / step)};
+}
+
 std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
-                                   const std::function<void()>& call, int iters, bool graph) {
+                                   const std::function<void(int)>& call, int iters, bool graph) {
   enqueue_captured(comm, graph, [&] {
     marks.mark(0);
     for (int i = 0; i < iters; ++i) {
-      call();
+      call(i);
       marks.mark(i + 1);
     }
   });

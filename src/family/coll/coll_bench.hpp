@@ -74,10 +74,25 @@ struct CollConfig {
 // `-a avg`, as bench/nccl_vs_nccl_tests.sh does). median/p99/CV keep their
 // per-iteration meaning.
 // With `graph`, the iterations and marks are captured into a graph first and
-// replayed (nccl-tests -G); UsageError where the library cannot.
+// replayed (nccl-tests -G); UsageError where the library cannot. `call(i)`
+// queues iteration i.
 std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
-                                   const std::function<void()>& call, int iters,
+                                   const std::function<void(int)>& call, int iters,
                                    bool graph = false);
+
+// nccl-tests' buffer rotation (startColl's shift): iteration i of a size
+// runs `at(i)` bytes into the buffer sized for the sweep's largest size,
+// stepping by what one call touches (`used`, rounded up to 256 B to keep
+// the library's alignment) and wrapping where the buffer ends, so the small
+// sizes of a sweep do not find their data in the device's L2 or the CPU's
+// caches from the iteration before. One step (no rotation) at the largest
+// size, as there.
+struct Rotation {
+  Bytes step = 0;
+  std::size_t steps = 1;
+  Bytes at(int iter) const { return step * (static_cast<std::size_t>(iter) % steps); }
+};
+Rotation rotation(Bytes used, Bytes capacity);
 // Which clock times `comm`'s collectives, in words (the table says it).
 std::string timed_by(const Communicator& comm);
 

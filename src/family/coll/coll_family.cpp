@@ -35,7 +35,8 @@ class CollFamily final : public Family {
         .add(coll_field::pair_counts, FieldRole::info,
              "alltoallv: elements rank s sent rank d, at s * ranks + d")
         .add(coll_field::slowest_rank, FieldRole::info,
-             "the rank the others waited for (largest median own time)")
+             "the rank the others waited for (largest median own time); absent where the "
+             "timing cannot tell the ranks apart (device streams)")
         .add(coll_field::slowest_host, FieldRole::info, "the host of slowest_rank")
         .add(coll_field::rank_spread, FieldRole::info,
              "slowest rank's median own time / the other ranks' median")

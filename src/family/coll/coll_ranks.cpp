@@ -17,6 +17,8 @@ Straggler find_straggler(const RankTimes& t) {
   if (iters == 0) return s;
   std::vector<std::vector<double>> own(n, std::vector<double>(iters));
   std::vector<int> slowest_in(n, 0);
+  bool split = false;   // some in-call time differs from its iteration: arrivals are seen
+  bool differ = false;  // some iteration's own times differ between ranks
   for (std::size_t i = 0; i < iters; ++i) {
     double last_arrival = t.in_call[0][i];
     for (std::size_t r = 1; r < n; ++r) last_arrival = std::min(last_arrival, t.in_call[r][i]);
@@ -24,10 +26,15 @@ Straggler find_straggler(const RankTimes& t) {
     for (std::size_t r = 0; r < n; ++r) {
       own[r][i] = t.iter[r][i] - (t.in_call[r][i] - last_arrival);
       if (own[r][i] > own[worst][i]) worst = r;
+      split = split || t.in_call[r][i] != t.iter[r][i];
+      differ = differ || own[r][i] != own[0][i];
     }
     ++slowest_in[worst];
   }
   for (const auto& o : own) s.own_us.push_back(median_of(o));
+  // Nothing to tell the ranks apart (a device clock timed the whole call,
+  // or every rank's own time tied): rank 0 would be named by the tie alone.
+  if (!split || !differ) return s;
   const auto worst = static_cast<std::size_t>(std::max_element(s.own_us.begin(), s.own_us.end()) -
                                               s.own_us.begin());
   std::vector<double> others;

@@ -8,7 +8,7 @@
 // (its iteration less the time it waited for the last arrival), and the
 // slowest rank is the one with the largest median own time. On a device
 // stream the calls are timed by the device (in_call == iter): every rank's
-// own time is then the same and no rank is named.
+// own time is then the same, and no rank is named (rank -1).
 #include <string>
 #include <vector>
 
@@ -22,7 +22,8 @@ struct RankTimes {
 };
 
 struct Straggler {
-  int rank = -1;               // the largest median own time; -1 with one rank
+  int rank = -1;               // the largest median own time; -1 with one rank or no
+                               // arrival to tell the ranks apart (in_call == iter)
   double spread = 0;           // its median over the median of the other ranks' medians
   double share = 0;            // fraction of iterations in which it was the slowest
   std::vector<double> own_us;  // each rank's median own time

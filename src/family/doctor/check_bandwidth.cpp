@@ -14,15 +14,18 @@ namespace xb::doctor {
 namespace {
 
 // What a device's PCIe link should give: raw GB/s per direction, if reported.
-std::optional<double> pcie_raw_gbps(const LinkFacts& f) {
-  return pcie_expected_raw(f.pcie_current_speed, f.pcie_max_speed, f.pcie_width, f.pcie_max_width);
-}
+std::optional<double> pcie_raw_gbps(const LinkFacts& f) { return pcie_expected_raw(f); }
 
-// "Gen5 x16" of the figure pcie_raw_gbps takes ("" where none).
+// "Gen5 x16" of the figure pcie_raw_gbps takes ("" where none), and what
+// limits it where the slot does ("Gen4 x16, its slot's limit (the card: Gen5 x16)").
 std::string pcie_text(const LinkFacts& f) {
-  const auto l =
-      pcie_expected_link(f.pcie_current_speed, f.pcie_max_speed, f.pcie_width, f.pcie_max_width);
-  return l ? fmt::format("{} x{}", pcie_generation(l->gts), l->lanes) : std::string();
+  const auto l = pcie_expected_link(f);
+  if (!l) return std::string();
+  std::string s = fmt::format("{} x{}", pcie_generation(l->gts), l->lanes);
+  if (const auto c = pcie_capability(f); c && c->slot_limited)
+    s += fmt::format(", its slot's limit (the card: {} x{})", pcie_generation(c->card_gts),
+                     c->card_lanes);
+  return s;
 }
 
 using Expected = std::pair<double, std::string>;  // GB/s (0: none) and why

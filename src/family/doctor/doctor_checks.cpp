@@ -95,20 +95,59 @@ bool is_nvlink(const std::string& link_type) {
   return nvlink_count(link_type).has_value() || link_type.rfind("NVLink", 0) == 0;
 }
 
-std::optional<PcieLink> pcie_expected_link(const std::string& current_speed,
-                                           const std::string& max_speed, int width, int max_width) {
-  auto speed = parse_link_speed(max_speed);
-  if (!speed) speed = parse_link_speed(current_speed);
-  const int lanes = width > 0 ? width : max_width;
-  if (!speed || lanes <= 0) return std::nullopt;
-  return PcieLink{*speed, lanes};
+std::optional<PcieCapability> pcie_capability(const LinkFacts& f) {
+  const auto cur = parse_link_speed(f.pcie_current_speed);
+  const auto card = parse_link_speed(f.pcie_max_speed);
+  const auto port = parse_link_speed(f.pcie_port_max_speed);
+  PcieCapability c;
+  c.card_gts = card ? *card : cur ? *cur : 0;
+  c.card_lanes = f.pcie_max_width > 0 ? f.pcie_max_width : f.pcie_width;
+  if (!(c.card_gts > 0) || c.card_lanes <= 0) return std::nullopt;
+  c.gts = port ? std::min(c.card_gts, *port) : c.card_gts;
+  c.lanes =
+      f.pcie_port_max_width > 0 ? std::min(c.card_lanes, f.pcie_port_max_width) : c.card_lanes;
+  if (cur) c.gts = std::max(c.gts, *cur);
+  c.lanes = std::max(c.lanes, f.pcie_width);
+  c.slot_limited = c.gts < c.card_gts || c.lanes < c.card_lanes;
+  return c;
 }
 
-std::optional<double> pcie_expected_raw(const std::string& current_speed,
-                                        const std::string& max_speed, int width, int max_width) {
-  const auto l = pcie_expected_link(current_speed, max_speed, width, max_width);
+std::optional<PcieLink> pcie_expected_link(const LinkFacts& f) {
+  const auto c = pcie_capability(f);
+  if (!c) return std::nullopt;
+  return PcieLink{c->gts, f.pcie_width > 0 ? f.pcie_width : c->lanes};
+}
+
+std::optional<double> pcie_expected_raw(const LinkFacts& f) {
+  const auto l = pcie_expected_link(f);
   if (!l) return std::nullopt;
   return pcie_lane_gbps(l->gts) * l->lanes;
+}
+
+std::optional<LinkJudgement> judge_pcie_link(const LinkFacts& f) {
+  const auto cur = parse_link_speed(f.pcie_current_speed);
+  const auto cap = pcie_capability(f);
+  if (!cur || !cap || f.pcie_width <= 0) return std::nullopt;
+  LinkJudgement j;
+  j.measured = pcie_lane_gbps(*cur) * f.pcie_width;
+  j.expected = pcie_lane_gbps(cap->gts) * cap->lanes;
+  const bool below = *cur < cap->gts || f.pcie_width < cap->lanes;
+  j.verdict = below ? Verdict::warn : Verdict::pass;
+  const std::string can = fmt::format("{} x{}", pcie_generation(cap->gts), cap->lanes);
+  const std::string limit =
+      cap->slot_limited
+          ? fmt::format("the slot's limit (its port's maximum; the card can do {} x{})",
+                        pcie_generation(cap->card_gts), cap->card_lanes)
+          : std::string("its maximum");
+  if (!below)
+    j.why = cap->slot_limited ? fmt::format("{} as {}: a faster slot would give more", can, limit)
+                              : fmt::format("{} as {}", can, limit);
+  else
+    j.why = fmt::format(
+        "trained at {} x{}, below {}, {}: reseat the card, check the slot and BIOS link "
+        "settings (or it idles in a power-saving state: re-check under load)",
+        pcie_generation(*cur), f.pcie_width, can, limit);
+  return j;
 }
 
 std::optional<ClockHeld> clock_held(const ClockHolds& b, const ClockHolds& a) {

@@ -12,6 +12,7 @@
 namespace xb {
 
 struct ClockHolds;  // backend/backend.hpp
+struct LinkFacts;   // backend/backend.hpp
 
 enum class Verdict { pass, warn, fail, none };  // none: measured, nothing to hold it against
 const char* to_string(Verdict v);
@@ -81,18 +82,44 @@ std::optional<int> nvlink_count(const std::string& link_type);
 // ("NVLink (NVML P2P status; link count unknown)" is: it has no PCIe figure).
 bool is_nvlink(const std::string& link_type);
 
-// The raw GB/s per direction a PCIe link should give: its maximum speed (an
-// idle GPU's link may train down to save power; the `link` row reports a
-// link below its maximum) at its current width (fallback: maximum); nullopt
-// where sysfs does not say.
+// What a device's PCIe link can do: the lesser of the device's own maximum
+// and its upstream port's (a Gen5 card in a Gen4 slot trains to Gen4 at
+// most), never below what it trained at (a VM's virtual port may report
+// less than the link runs at); the device's own maximum where its port is
+// not reported, its current speed where neither is. slot_limited: the port
+// holds it below the card's maximum, in speed or width. nullopt where sysfs
+// says neither speed nor width.
+struct PcieCapability {
+  double gts = 0;  // per lane
+  int lanes = 0;
+  bool slot_limited = false;
+  double card_gts = 0;  // the device's own maxima
+  int card_lanes = 0;
+};
+std::optional<PcieCapability> pcie_capability(const LinkFacts& f);
+
+// The raw GB/s per direction a PCIe link should give: what it can do
+// (pcie_capability: an idle GPU's link may train down to save power; the
+// `link` row reports a link below its capability) at its current width
+// (fallback: the capability's); nullopt where sysfs does not say.
 struct PcieLink {
   double gts = 0;  // per lane
   int lanes = 0;
 };
-std::optional<PcieLink> pcie_expected_link(const std::string& current_speed,
-                                           const std::string& max_speed, int width, int max_width);
-std::optional<double> pcie_expected_raw(const std::string& current_speed,
-                                        const std::string& max_speed, int width, int max_width);
+std::optional<PcieLink> pcie_expected_link(const LinkFacts& f);
+std::optional<double> pcie_expected_raw(const LinkFacts& f);
+
+// The `link` row of a reported link: raw GB/s as trained (measured) against
+// what it can do (pcie_capability: expected); below it WARN, "reseat the
+// card ..."; a link its slot holds below the card's maximum is no fault of
+// the card: PASS (or the WARN of a link below even that), and the why says
+// the slot limits it. nullopt where sysfs does not report the link.
+struct LinkJudgement {
+  Verdict verdict = Verdict::none;
+  double measured = 0, expected = 0;
+  std::string why;
+};
+std::optional<LinkJudgement> judge_pcie_link(const LinkFacts& f);
 
 // Seconds a device's clocks were held down during a run, from its
 // clock-hold counters (Backend::clock_holds) before and after: the largest

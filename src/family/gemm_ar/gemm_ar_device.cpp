@@ -119,6 +119,34 @@ Record interference(Runtime& rt, FusedGemmAllReduce& op, const GemmArConfig& cfg
   return r;
 }
 
+// The check: each communicating phase the run measured goes once more,
+// outside timing, into a poisoned output and stage (and product, for the
+// phases that run the GEMM first): stale data equals fresh data otherwise
+// (review finding 2). The last phase's output is held against the
+// reference, the others against it. The --comm-blocks sweep measured comm
+// alone and beside the GEMM (prefilled: its product is not poisoned, as the
+// comm does not wait for it).
+std::vector<float> checked_output(Runtime& rt, FusedGemmAllReduce& op, const GemmArConfig& cfg,
+                                  bool sweep) {
+  std::vector<FusedPhase> phases;
+  if (sweep) phases = {FusedPhase::interference, FusedPhase::comm};
+  if (!sweep && cfg.mode == GemmArMode::all) phases.push_back(FusedPhase::comm);
+  if (!sweep && (cfg.mode == GemmArMode::all || cfg.mode == GemmArMode::sequential))
+    phases.push_back(FusedPhase::sequential);
+  if (!sweep && (cfg.mode == GemmArMode::all || cfg.mode == GemmArMode::pipelined))
+    phases.push_back(FusedPhase::pipelined);
+  std::vector<std::vector<float>> outs;
+  for (const FusedPhase p : phases) {
+    // comm alone reads the product the last GEMM left; so does a prefilled comm
+    op.poison(p == FusedPhase::sequential || p == FusedPhase::pipelined);
+    (void)run_max(rt, op, p);
+    outs.push_back(op.output());
+  }
+  std::vector<float> last = std::move(outs.back());
+  outs.pop_back();
+  return merge_phase_outputs(last, outs, check_atol(cfg), cfg.rtol).first;
+}
+
 }  // namespace
 
 FusedConfig fused_config(const GemmArConfig& cfg, int nranks, int blocks) {
@@ -154,9 +182,10 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
       auto op = make_operator(rt, be, fc, t);
       res.records.push_back(interference(rt, *op, cfg, b));
       res.placement = op->placement();
-      const std::vector<float> out = op->output();
-      if (cfg.check)  // the comm phases left the reduced output
+      if (cfg.check) {
+        const std::vector<float> out = checked_output(rt, *op, cfg, /*sweep=*/true);
         set_check_fields(rt, res.records.back(), outcome(cfg, op->plan(), out, ""), cfg);
+      }
       op->close();
     }
     return res;
@@ -194,30 +223,7 @@ GemmArResult run_gemm_ar_device(Runtime& rt, Backend& be, const GemmArConfig& cf
         ph.pipelined.push_back(p.total_us);
         ph.compute_done.push_back(p.compute_us);
       });
-  // The check: each communicating phase the mode runs once more, into a
-  // poisoned output, stage and product (review finding 2: stale data equals
-  // fresh data otherwise); the last checked against the reference, the
-  // others against it.
-  std::vector<float> out;
-  if (cfg.check) {
-    std::vector<FusedPhase> phases;
-    if (cfg.mode == GemmArMode::all) phases.push_back(FusedPhase::comm);
-    if (cfg.mode == GemmArMode::all || cfg.mode == GemmArMode::sequential)
-      phases.push_back(FusedPhase::sequential);
-    if (cfg.mode == GemmArMode::all || cfg.mode == GemmArMode::pipelined)
-      phases.push_back(FusedPhase::pipelined);
-    std::vector<std::vector<float>> outs;
-    for (const FusedPhase p : phases) {
-      op->poison(p != FusedPhase::comm);  // comm alone reads the product the last GEMM left
-      (void)run_max(rt, *op, p);
-      outs.push_back(op->output());
-    }
-    const std::vector<float> last = std::move(outs.back());
-    outs.pop_back();
-    out = merge_phase_outputs(last, outs, check_atol(cfg), cfg.rtol).first;
-  } else {
-    out = op->output();
-  }
+  const std::vector<float> out = cfg.check ? checked_output(rt, *op, cfg, false) : op->output();
   add_gemm_ar_records(rt, cfg, outcome(cfg, op->plan(), out, lib.comm ? lib.comm->name() : ""), ph,
                       res.records);
   op->close();

@@ -123,8 +123,9 @@ class GemmArFamily final : public Family {
                [this](const std::string& e) {
                  cfg_.engine = e == "ce" ? CommEngine::ce : CommEngine::sm;
                },
-               "device backends: sm (a persistent comm kernel on --comm-blocks SMs) or ce (copy "
-               "engines plus a reduce kernel on --comm-blocks SMs)")
+               "device backends: sm (a persistent comm kernel on --comm-blocks SMs kept from the "
+               "GEMM) or ce (copy engines plus a reduce kernel of --comm-blocks thread blocks, "
+               "no SMs kept from the GEMM)")
             ->check(CLI::IsMember({"sm", "ce"}))
             ->default_str("sm"));
     device_opts_.push_back(

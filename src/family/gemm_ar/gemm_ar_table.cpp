@@ -48,6 +48,17 @@ std::string gemm_tables(const Report& r) {
           rec->get_or(gemm_field::wrong, std::int64_t{-1}));
     }
     out += "Compute+/Comm+: the GEMM and a prefilled comm at once; slowdown = beside / alone\n";
+    std::int64_t checked = 0, wrong = 0;
+    for (const Record* rec : interference)
+      if (const auto w = rec->get_or(gemm_field::wrong, std::int64_t{-1}); w >= 0) {
+        ++checked;
+        wrong += w;
+      }
+    if (checked > 0)
+      out += fmt::format(
+          "verification: {} of {} --comm-blocks values checked (comm alone and beside the GEMM, "
+          "into poisoned outputs), {} elements outside tolerance (all ranks)\n",
+          checked, interference.size(), wrong);
   }
   if (!sum) return out;
   auto num = [&](auto key) {
