@@ -82,6 +82,9 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
   const Bytes in_off = inplace && how == InPlace::input_slot ? rank * k.send * es : 0;
   b.write(in, in_off, std::span<const std::byte>(bufs.host.data(), k.send * es));
   auto* base_in = static_cast<std::byte*>(in.data());
+  // Stream libraries rotate, as nccl-tests does; MPI keeps one buffer, as
+  // its peers (OSU, IMB, bench/mpi_allreduce_loop.c) do.
+  const bool rotates = comm.on_stream();
   if (!inplace) {
     *result_offset = 0;
     return {comm,
@@ -89,14 +92,14 @@ Call place(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
             k,
             base_in,
             bufs.recv->data(),
-            rotation(k.send * es, bufs.send->size()),
-            rotation(k.recv * es, bufs.recv->size())};
+            rotates ? rotation(k.send * es, bufs.send->size()) : Rotation{},
+            rotates ? rotation(k.recv * es, bufs.recv->size()) : Rotation{}};
   }
   *result_offset = how == InPlace::library       ? comm.inplace_result_offset(c.op, k.recv) * es
                    : how == InPlace::result_slot ? rank * k.recv * es
                                                  : 0;
   // In place, every slot lies within the first max(send, recv) elements.
-  const Rotation rot = rotation(std::max(k.send, k.recv) * es, in.size());
+  const Rotation rot = rotates ? rotation(std::max(k.send, k.recv) * es, in.size()) : Rotation{};
   if (how == InPlace::result_slot) return {comm, c, k, base_in, base_in + *result_offset, rot, rot};
   return {comm, c, k, base_in + in_off, base_in, rot, rot};
 }

@@ -86,7 +86,8 @@ std::vector<double> time_on_stream(Communicator& comm, StreamMarks& marks,
 // the library's alignment) and wrapping where the buffer ends, so the small
 // sizes of a sweep do not find their data in the device's L2 or the CPU's
 // caches from the iteration before. One step (no rotation) at the largest
-// size, as there.
+// size, as there. Only for the stream libraries (NCCL, HCCL), whose peer
+// is nccl-tests; MPI reuses one buffer, as OSU and IMB do.
 struct Rotation {
   Bytes step = 0;
   std::size_t steps = 1;
