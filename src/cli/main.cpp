@@ -28,6 +28,9 @@ void report_error(const char* what) {
 int main(int argc, char** argv) {
   int rc = 0;
   try {
+    // A setting naming no valid deadline is bad usage before anything runs,
+    // not a failed record at the first GPU wait.
+    (void)xb::device_timeout_from_env();
     rc = xb::cli::run(argc, argv);
   } catch (const xb::LauncherDone& e) {  // --ranks N: the run was the launcher's ranks'
     rc = e.code();
