@@ -117,8 +117,14 @@ struct CopyOp {
 };
 
 struct CopyTiming {
-  double batch_us = 0;        // from the common start to the last completion
-  std::vector<double> op_us;  // from the common start to each op's completion
+  // The batch's span on one clock: from the common start to the last
+  // completion; where the copier cannot hold its ops to one start, from
+  // before the first op was issued (host clock), so a sum over it never
+  // counts an overlap that did not happen.
+  double batch_us = 0;
+  // Each op's time: from the common start, or from its own start where the
+  // ops start as they are issued.
+  std::vector<double> op_us;
 };
 
 struct CopierOptions {
@@ -132,8 +138,9 @@ class Copier {
  public:
   virtual ~Copier() = default;
   virtual Method method() const = 0;
-  // Runs all ops concurrently, started together, and times them with the
-  // backend's best clock. Launch overhead stays outside the timing.
+  // Runs all ops concurrently, started together where the backend can hold
+  // them to one start, and times them with its best clock (CopyTiming).
+  // Launch overhead stays outside the timing where it can.
   virtual CopyTiming run(std::span<const CopyOp> ops) = 0;
 };
 

@@ -63,7 +63,7 @@ TEST(CliJson, CopyDocumentHasTheDesignSchema) {
     "params": {"type": "string", "method": "string", "device": "number", "src": "number",
                "dst": "number", "bidir": "boolean", "p2p_op": "string", "sizes": "string", "p2p_sizes": "string",
                "warmup": "number", "iters": "number", "p2p_iters": "number", "threads": "number",
-               "tile": "number", "host_mem": "string", "check": "boolean"},
+               "tile": "number", "host_mem": "string", "check": "boolean", "d2d_count": "string"},
     "results": [{"case": "string", "method": "string", "src": "number", "dst": "number",
                  "bytes": "number", "iters": "number", "status": "string", "reason": "string",
                  "verified": "boolean",

@@ -3,8 +3,11 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 namespace xb::ascend {
@@ -22,20 +25,36 @@ std::vector<std::string> candidates(const char* lib) {
   return out;
 }
 
-// The first candidate that opens; the error names every place tried.
+// The first candidate that opens; the error names every place tried, or,
+// when a file is there but does not load (a library it needs is not on the
+// loader's path, an unresolved symbol), the loader's own reason.
 void* open_library(const char* lib, std::string& path, std::string& error) {
-  std::string tried;
+  std::string tried, unloadable;
   for (const auto& c : candidates(lib)) {
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
       path = c;
       return h;
     }
-    if (c.find('/') != std::string::npos) tried += (tried.empty() ? "" : ", ") + c;
+    const char* why = dlerror();
+    const bool has_dir = c.find('/') != std::string::npos;
+    // For a plain name, the loader's "<lib>: cannot open shared object
+    // file" means it found none; any other reason (a missing dependency
+    // names that one) means it found the library and could not load it.
+    const bool exists = has_dir ? access(c.c_str(), F_OK) == 0
+                                : why && !(std::strncmp(why, lib, std::strlen(lib)) == 0 &&
+                                           std::strstr(why, "cannot open shared object file"));
+    if (exists && unloadable.empty()) unloadable = why ? why : "dlopen failed";
+    if (has_dir) tried += (tried.empty() ? "" : ", ") + c;
   }
-  error = fmt::format(
-      "{} not found (CANN is not installed, or set ASCEND_HOME_PATH / source set_env.sh; tried "
-      "{} and LD_LIBRARY_PATH)",
-      lib, tried);
+  error = unloadable.empty()
+              ? fmt::format(
+                    "{} not found (CANN is not installed, or set ASCEND_HOME_PATH / source "
+                    "set_env.sh; tried {} and LD_LIBRARY_PATH)",
+                    lib, tried)
+              : fmt::format(
+                    "{} is there but does not load: {} (source CANN's set_env.sh, which puts the "
+                    "libraries it needs on LD_LIBRARY_PATH)",
+                    lib, unloadable);
   return nullptr;
 }
 
@@ -93,6 +112,8 @@ const Loaded<AclApi>& acl() {
     XB_REQUIRED(aclrtDeviceEnablePeerAccess);
     XB_OPTIONAL(aclrtGetSocName);
     XB_OPTIONAL(aclGetRecentErrMsg);
+    XB_OPTIONAL(aclrtGetDevicesTopo);
+    XB_OPTIONAL(aclrtSynchronizeStreamWithTimeout);
     return missing;
   });
   return loaded;
@@ -124,6 +145,21 @@ std::string acl_error_text(const char* what, aclError e) {
   const char* msg = api && api->aclGetRecentErrMsg ? api->aclGetRecentErrMsg() : nullptr;
   return msg && *msg ? fmt::format("{} failed: error {} ({})", what, e, msg)
                      : fmt::format("{} failed: error {}", what, e);
+}
+
+std::string topology_name(std::uint64_t value) {
+  static constexpr std::pair<std::uint64_t, const char*> kClasses[] = {
+      {kTopoHccs, "HCCS"},
+      {kTopoPix, "PIX (one PCIe switch)"},
+      {kTopoPib, "PIB (reserved)"},
+      {kTopoPhb, "PHB (a PCIe host bridge)"},
+      {kTopoSys, "SYS (across NUMA nodes, SMP)"},
+      {kTopoSio, "SIO (the two dies of one chip)"},
+      {kTopoHccsSw, "HCCS_SW (an HCCS switch)"},
+  };
+  for (const auto& [bit, name] : kClasses)
+    if (value & bit) return name;
+  return fmt::format("link {:#x} (a class unknown to this xferbench)", value);
 }
 
 }  // namespace xb::ascend

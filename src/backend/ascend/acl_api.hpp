@@ -24,10 +24,22 @@ enum AclMemcpyKind : int {  // aclrtMemcpyKind
   kDeviceToHost = 2,
   kDeviceToDevice = 3,
 };
-inline constexpr int kAclMallocHugeFirst = 0;     // ACL_MEM_MALLOC_HUGE_FIRST
-inline constexpr int kAclMallocHugeFirstP2p = 3;  // ACL_MEM_MALLOC_HUGE_FIRST_P2P
-inline constexpr int kAclHbmMem = 1;              // aclrtMemAttr ACL_HBM_MEM
-inline constexpr int kAclEventComplete = 1;       // ACL_EVENT_RECORDED_STATUS_COMPLETE
+inline constexpr int kAclMallocHugeFirst = 0;              // ACL_MEM_MALLOC_HUGE_FIRST
+inline constexpr int kAclMallocHugeFirstP2p = 3;           // ACL_MEM_MALLOC_HUGE_FIRST_P2P
+inline constexpr int kAclHbmMem = 1;                       // aclrtMemAttr ACL_HBM_MEM
+inline constexpr int kAclEventComplete = 1;                // ACL_EVENT_RECORDED_STATUS_COMPLETE
+inline constexpr aclError kAclStreamSyncTimeout = 507046;  // ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+
+// aclrtGetDevicesTopo's answer (ACL_RT_DEVS_TOPOLOGY_*).
+enum AclTopology : std::uint64_t {
+  kTopoHccs = 0x01,    // HCCS
+  kTopoPix = 0x02,     // one PCIe switch
+  kTopoPib = 0x04,     // reserved
+  kTopoPhb = 0x08,     // a PCIe host bridge
+  kTopoSys = 0x10,     // SMP, across NUMA nodes
+  kTopoSio = 0x20,     // on-chip: the two dies of one chip
+  kTopoHccsSw = 0x40,  // an HCCS switch
+};
 
 struct AclApi {
   aclError (*aclInit)(const char* config);
@@ -58,6 +70,9 @@ struct AclApi {
   // Optional (absent in older CANN): nullptr when missing.
   const char* (*aclrtGetSocName)();
   const char* (*aclGetRecentErrMsg)();
+  aclError (*aclrtGetDevicesTopo)(std::uint32_t device, std::uint32_t other, std::uint64_t* value);
+  // timeout_ms -1: forever; kAclStreamSyncTimeout when the work is not done.
+  aclError (*aclrtSynchronizeStreamWithTimeout)(aclrtStream stream, std::int32_t timeout_ms);
 };
 
 // HCCL (libhccl.so).
@@ -144,5 +159,11 @@ const Loaded<HcclApi>& hccl();
 
 // "aclrtMalloc failed: 207001 (<recent error message>)".
 std::string acl_error_text(const char* what, aclError e);
+
+// aclrtGetDevicesTopo's answer as a link class, named as npu-smi info -t
+// topo names it: "SIO (the two dies of one chip)", "HCCS", "PIX (one PCIe
+// switch)", ... One class per answer: the first bit set in HCCL's own order
+// (HCCS, PIX, PIB, PHB, SYS, SIO, HCCS_SW) where several are.
+std::string topology_name(std::uint64_t value);
 
 }  // namespace xb::ascend

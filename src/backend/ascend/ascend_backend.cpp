@@ -5,11 +5,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 
 #include "backend/ascend/ascend_internal.hpp"
+#include "backend/common/device_wait.hpp"
 #include "backend/common/placement.hpp"
 #include "coll/communicator.hpp"
 #include "core/error.hpp"
@@ -30,11 +31,13 @@ void check(aclError e, const char* what) {
 
 namespace {
 
-// This thread's current NPU as set here (-1: none yet), and every NPU this
-// process set, which finish_process() resets.
+// This thread's current NPU as set here (-1: none yet), and how many times
+// this process called aclrtSetDevice on each NPU: each call adds a reference
+// that one aclrtResetDevice takes back (AscendCL counts them; the NPU is
+// released at zero), so finish_process() resets each NPU that many times.
 thread_local int t_current = -1;
 std::mutex g_opened_mu;
-std::set<int> g_opened;
+std::map<int, long> g_opened;
 bool g_initialized = false;  // this process's aclInit succeeded (not 100002)
 
 }  // namespace
@@ -44,7 +47,7 @@ void set_device(int device) {
   XB_ACL(aclrtSetDevice, device);
   t_current = device;
   std::lock_guard lock(g_opened_mu);
-  g_opened.insert(device);
+  ++g_opened[device];
 }
 
 void ensure_context() {
@@ -59,14 +62,23 @@ void warn_on_error(aclError e, const char* what) {
 void finish_process() {
   const AclApi* a = acl().api;
   if (!a) return;
-  std::set<int> opened;
+  // An NPU that missed a deadline still holds the work the streams were
+  // left with: its reset would wait for it (main ends the process instead).
+  if (!device_hung().empty()) return;
+  std::map<int, long> opened;
   {
     std::lock_guard lock(g_opened_mu);
     opened.swap(g_opened);
   }
   // Destroy streams and events, reset each NPU, then finalize (AscendCL's
-  // order); never from a destructor or an atexit handler.
-  for (int d : opened) warn_on_error(a->aclrtResetDevice(d), "aclrtResetDevice");
+  // order); never from a destructor or an atexit handler. One reset per
+  // aclrtSetDevice call: the last one releases the NPU.
+  for (const auto& [d, refs] : opened)
+    for (long i = 0; i < refs; ++i)
+      if (const aclError e = a->aclrtResetDevice(d); e != kAclSuccess) {
+        warn_on_error(e, "aclrtResetDevice");
+        break;
+      }
   t_current = -1;
   if (g_initialized) {
     g_initialized = false;
@@ -80,11 +92,6 @@ int memcpy_kind(const Buffer& src, const Buffer& dst) {
 }
 
 namespace {
-
-bool pageable(const Buffer& b) { return b.kind() == MemKind::pageable; }
-
-// aclrtMemcpyAsync takes 64-byte aligned addresses.
-bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
 
 // "4,5" -> {"4", "5"}; empty when unset.
 std::vector<std::string> visible_devices() {
@@ -106,7 +113,10 @@ std::vector<std::string> visible_devices() {
 class AscendBuffer final : public Buffer {
  public:
   using Buffer::Buffer;
+  // Not freed once an NPU stopped answering: its queued work may still use
+  // the memory (the process ends soon, device_wait.hpp).
   ~AscendBuffer() override {
+    if (kind() != MemKind::pageable && !device_hung().empty()) return;
     if (kind() == MemKind::device)
       (void)api().aclrtFree(data());
     else if (kind() == MemKind::pinned)
@@ -114,53 +124,6 @@ class AscendBuffer final : public Buffer {
     else
       std::free(data());
   }
-};
-
-class AscendEvent final : public Event {
- public:
-  // The event, created on `device` (re-created if it lived on another).
-  aclrtEvent on(int device) { return event_.on(device); }
-  void synchronize() override {
-    if (!event_.get()) throw RuntimeError("event synchronized before it was recorded");
-    XB_ACL(aclrtSynchronizeEvent, event_.get());
-  }
-  bool query() override {
-    if (!event_.get()) return false;
-    int status = 0;
-    XB_ACL(aclrtQueryEventStatus, event_.get(), &status);
-    return status == kAclEventComplete;
-  }
-  double elapsed_us_since(const Event& start) const override {
-    const auto* s = dynamic_cast<const AscendEvent*>(&start);
-    if (!s || !s->event_.get() || !event_.get())
-      throw RuntimeError("elapsed time of an unrecorded event");
-    float ms = 0;
-    XB_ACL(aclrtEventElapsedTime, &ms, s->event_.get(), event_.get());
-    return static_cast<double>(ms) * 1000.0;
-  }
-
- private:
-  DeviceEventHandle<EventApi> event_;
-};
-
-// Runtime copies on one stream per op, bracketed by events. No kernel can
-// hold the streams back here, so concurrent ops start as they are issued.
-class DmaCopier final : public Copier {
- public:
-  Method method() const override { return Method::dma; }
-  CopyTiming run(std::span<const CopyOp> ops) override {
-    check_ops(ops);
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      auto& lane = lanes_.at(i, executing_device(ops[i]));
-      lane.stream->record(lane.start);
-      lane.stream->copy_async(*ops[i].src, 0, *ops[i].dst, 0, ops[i].bytes);
-      lane.stream->record(lane.end);
-    }
-    return lanes_.timing(ops.size());
-  }
-
- private:
-  Lanes<AscendStream, AscendEvent> lanes_;
 };
 
 class AscendBackend final : public Backend {
@@ -181,7 +144,7 @@ class AscendBackend final : public Backend {
       devices_.push_back(info);
     }
     peer_.resize(static_cast<std::size_t>(n) * n);
-    p2p_.assign(n, false);
+    has_peer_.resize(n);
   }
 
   std::string name() const override { return "ascend"; }
@@ -212,10 +175,13 @@ class AscendBackend final : public Backend {
     }
     return *peer_[pair_index(src, dst, n)];
   }
+  // What AscendCL says joins the pair (aclrtGetDevicesTopo), as npu-smi
+  // info -t topo names it: doctor and fleet hold each pair against the
+  // pairs of its own class.
   std::string link_type(int a, int b) const override {
     if (a == b) return "X";
-    const Support& s = peer_access(a, b);
-    return s.ok ? "peer access (HCCS or PCIe; CANN does not say which)" : "no peer access";
+    if (!peer_access(a, b).ok) return "no peer access";
+    return link_class(a, b);
   }
   Bytes free_memory(MemKind kind, int device) const override {
     if (kind != MemKind::device) return available_memory();
@@ -230,13 +196,10 @@ class AscendBackend final : public Backend {
     if (kind == MemKind::device) {
       check_device(device);
       set_device(device);
-      // Memory of an NPU that copies to or from a peer: Huawei's p2p policy.
-      const bool p2p = [&] {
-        std::lock_guard lock(peer_mu_);
-        return p2p_[static_cast<std::size_t>(device)];
-      }();
-      const aclError e =
-          api().aclrtMalloc(&p, size, p2p ? kAclMallocHugeFirstP2p : kAclMallocHugeFirst);
+      // Memory of an NPU with a peer path: Huawei's p2p policy, for every
+      // buffer of it, whatever runs first (the Ascend review's N6).
+      const aclError e = api().aclrtMalloc(
+          &p, size, has_peer_path(device) ? kAclMallocHugeFirstP2p : kAclMallocHugeFirst);
       if (e != kAclSuccess)
         throw RuntimeError(acl_error_text(
             fmt::format("aclrtMalloc of {} on NPU{}", format_capacity(size), device).c_str(), e));
@@ -268,10 +231,10 @@ class AscendBackend final : public Backend {
     check_device(device);
     return std::make_unique<AscendStream>(device);
   }
-  std::unique_ptr<Event> create_event() override { return std::make_unique<AscendEvent>(); }
+  std::unique_ptr<Event> create_event() override { return make_event(); }
   std::unique_ptr<Copier> copier(Method m, const CopierOptions&) override {
     if (m != Method::dma) throw NotSupported(method_support(m).reason);
-    return std::make_unique<DmaCopier>();
+    return make_dma_copier();
   }
   std::unique_ptr<Communicator> communicator(Runtime& rt) override {
     return make_hccl_communicator(rt, *this);
@@ -299,75 +262,39 @@ class AscendBackend final : public Backend {
     set_device(src);
     if (const aclError e = api().aclrtDeviceEnablePeerAccess(dst, 0); e != kAclSuccess)
       return Support::no(acl_error_text("aclrtDeviceEnablePeerAccess", e));
-    p2p_[static_cast<std::size_t>(src)] = true;
     return Support::yes();
+  }
+  // Whether the NPU can reach any other one (asked once; no NPU is set).
+  bool has_peer_path(int device) const {
+    std::lock_guard lock(peer_mu_);
+    auto& known = has_peer_[static_cast<std::size_t>(device)];
+    if (!known) {
+      known = false;
+      for (int other = 0; other < static_cast<int>(devices_.size()) && !*known; ++other) {
+        std::int32_t can = 0;
+        known = other != device &&
+                api().aclrtDeviceCanAccessPeer(&can, device, other) == kAclSuccess && can;
+      }
+    }
+    return *known;
+  }
+  std::string link_class(int a, int b) const {
+    const auto topo = api().aclrtGetDevicesTopo;
+    if (!topo) return "peer access (link unknown: this CANN has no aclrtGetDevicesTopo)";
+    std::uint64_t v = 0;
+    if (const aclError e = topo(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), &v);
+        e != kAclSuccess)
+      return "peer access (link unknown: " + acl_error_text("aclrtGetDevicesTopo", e) + ")";
+    return topology_name(v);
   }
 
   std::vector<DeviceInfo> devices_;
   mutable std::mutex peer_mu_;
-  mutable std::vector<std::optional<Support>> peer_;  // pair_index order, probed on use
-  mutable std::vector<bool> p2p_;                     // NPU has a peer enabled
+  mutable std::vector<std::optional<Support>> peer_;   // pair_index order, probed on use
+  mutable std::vector<std::optional<bool>> has_peer_;  // per NPU, asked on first allocation
 };
 
 }  // namespace
-
-aclrtEvent EventApi::create(int device) {
-  set_device(device);
-  aclrtEvent e = nullptr;
-  XB_ACL(aclrtCreateEvent, &e);
-  return e;
-}
-
-void EventApi::destroy(aclrtEvent e) noexcept { (void)api().aclrtDestroyEvent(e); }
-
-// ---- streams ----------------------------------------------------------------
-
-AscendStream::AscendStream(int device) : device_(device) {
-  set_device(device);
-  XB_ACL(aclrtCreateStream, &stream_);
-}
-
-// Synchronized and destroyed from its own NPU, as AscendCL requires.
-AscendStream::~AscendStream() {
-  if (!stream_) return;
-  try {
-    set_device(device_);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "xferbench: warning: %s\n", e.what());
-  }
-  warn_on_error(api().aclrtSynchronizeStream(stream_), "aclrtSynchronizeStream");
-  warn_on_error(api().aclrtDestroyStream(stream_), "aclrtDestroyStream");
-}
-
-void AscendStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off,
-                              Bytes n) {
-  check_range(src, src_off, n, "copy");
-  check_range(dst, dst_off, n, "copy");
-  set_device(device_);
-  auto* d = static_cast<std::byte*>(dst.data()) + dst_off;
-  const auto* s = static_cast<const std::byte*>(src.data()) + src_off;
-  // aclrtMemcpyAsync takes page-locked memory from the runtime, 64-byte
-  // aligned addresses and at least one device side; anything else is
-  // copied synchronously, in stream order.
-  const bool async = !pageable(src) && !pageable(dst) && aligned(d) && aligned(s) &&
-                     (src.kind() == MemKind::device || dst.kind() == MemKind::device);
-  if (async) {
-    XB_ACL(aclrtMemcpyAsync, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst), stream_);
-  } else {
-    XB_ACL(aclrtSynchronizeStream, stream_);
-    XB_ACL(aclrtMemcpy, d, dst.size() - dst_off, s, n, memcpy_kind(src, dst));
-  }
-}
-
-// Work on a stream is issued with the stream's NPU current (107003 otherwise).
-void AscendStream::record(Event& event) {
-  auto* e = dynamic_cast<AscendEvent*>(&event);
-  if (!e) throw RuntimeError("event of another backend recorded on an Ascend stream");
-  set_device(device_);
-  XB_ACL(aclrtRecordEvent, e->on(device_), stream_);
-}
-
-void AscendStream::synchronize() { XB_ACL(aclrtSynchronizeStream, stream_); }
 
 }  // namespace ascend
 

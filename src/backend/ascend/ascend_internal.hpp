@@ -27,6 +27,15 @@ void warn_on_error(aclError e, const char* what);
 // event and buffer is gone; later calls fail.
 void finish_process();
 
+// Waits for a stream's work from `device` (the stream's NPU), within
+// XFERBENCH_DEVICE_TIMEOUT: aclrtSynchronizeStreamWithTimeout where the
+// runtime has it, else a polled event. Past it: DeviceHung.
+void synchronize_stream(aclrtStream stream, int device);
+
+std::unique_ptr<Event> make_event();
+// Runtime copies (aclrtMemcpyAsync) on a stream per op.
+std::unique_ptr<Copier> make_dma_copier();
+
 // Events for DeviceEventHandle.
 struct EventApi {
   using Handle = aclrtEvent;

@@ -9,6 +9,7 @@
 
 #include "backend/ascend/ascend_internal.hpp"
 #include "backend/common/device_communicator.hpp"
+#include "backend/common/device_wait.hpp"
 #include "core/error.hpp"
 
 namespace xb {
@@ -79,7 +80,9 @@ struct ScratchApi {
     XB_ACL(aclrtMalloc, &p, bytes, kAclMallocHugeFirst);
     return p;
   }
-  static void release(void* p) { XB_ACL(aclrtFree, p); }
+  static void release(void* p) {
+    if (device_hung().empty()) XB_ACL(aclrtFree, p);  // else queued work may still use it
+  }
 };
 
 // Events on the HCCL stream, recorded with its NPU current.
@@ -99,18 +102,18 @@ struct MarkApi : EventApi {
 class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
  public:
   HcclCommunicator(Runtime& rt, Backend& backend) : DeviceCommunicator(rt.rank(), rt.size()) {
+    // The NPU of the host-local rank among those this process sees, as
+    // NCCL's and placement's rule: with ASCEND_RT_VISIBLE_DEVICES set per
+    // rank each sees one, its own (communicator_fits has ruled out clashes).
     const int npus = static_cast<int>(backend.devices().size());
-    const int local = rt.local_rank();
     std::string err;
-    if (local >= npus)
-      err = fmt::format(
-          "HCCL needs one NPU per rank: rank {} is rank {} on its host, which has {} NPU{}", rank_,
-          local, npus, npus == 1 ? "" : "s");
+    if (npus == 0)
+      err = fmt::format("HCCL needs an NPU on every rank: rank {} sees none", rank_);
     else if (!hccl().api)
       err = "the HCCL communicator is not available: " + hccl().error;
     err = rt.agree(err);
     if (!err.empty()) throw UsageError(err);
-    device_ = local;
+    device_ = rt.local_rank() % npus;
     // The root info names the root's NPU, NIC and port, taken from the
     // current NPU: this rank's own one is set first. A root that cannot
     // make it says so to every rank before they wait for it.
@@ -125,25 +128,26 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     root_error = rt.agree(root_error);
     if (!root_error.empty()) throw RuntimeError(root_error);
     rt.broadcast(std::as_writable_bytes(std::span(&info, 1)), 0);
-    XB_ACL(aclrtCreateStream, &stream_);
+    // The stream is the class's from here: a failed init destroys it.
+    stream_ = std::make_unique<AscendStream>(device_);
     XB_HCCL(HcclCommInitRootInfo, static_cast<std::uint32_t>(size_), &info,
             static_cast<std::uint32_t>(rank_), &comm_);
   }
-  // The stream's work finished before the communicator and the stream go,
-  // from the communicator's NPU.
+  // The stream's work finished before the communicator goes, from the
+  // communicator's NPU; the stream goes after it (~AscendStream). On an NPU
+  // that stopped answering both are left alone (the process ends soon).
   ~HcclCommunicator() override {
+    if (!comm_ || !device_hung().empty()) return;
     try {
-      set_device(device_);
+      synchronize_stream(stream(), device_);
+    } catch (const DeviceHung&) {
+      return;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "xferbench: warning: %s\n", e.what());
     }
-    if (stream_) warn_on_error(api().aclrtSynchronizeStream(stream_), "aclrtSynchronizeStream");
-    if (comm_) {
-      const HcclResult r = hccl_api().HcclCommDestroy(comm_);
-      if (r != kHcclSuccess)
-        std::fprintf(stderr, "xferbench: warning: HcclCommDestroy failed: HCCL error %d\n", r);
-    }
-    if (stream_) warn_on_error(api().aclrtDestroyStream(stream_), "aclrtDestroyStream");
+    const HcclResult r = hccl_api().HcclCommDestroy(comm_);
+    if (r != kHcclSuccess)
+      std::fprintf(stderr, "xferbench: warning: HcclCommDestroy failed: HCCL error %d\n", r);
   }
 
   std::string name() const override { return "hccl"; }
@@ -167,11 +171,12 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
     set_device(device_);
     XB_HCCL(HcclAllReduce, const_cast<void*>(send), recv, count, hccl_type(t), hccl_op(op), comm_,
-            stream_);
+            stream());
   }
   void allgather(const void* send, void* recv, std::size_t send_count, DType t) override {
     set_device(device_);
-    XB_HCCL(HcclAllGather, const_cast<void*>(send), recv, send_count, hccl_type(t), comm_, stream_);
+    XB_HCCL(HcclAllGather, const_cast<void*>(send), recv, send_count, hccl_type(t), comm_,
+            stream());
   }
   void reducescatter(const void* send, void* recv, std::size_t recv_count, DType t,
                      RedOp op) override {
@@ -183,28 +188,28 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
       recv = result_slot(recv, recv_count, t);
     }
     XB_HCCL(HcclReduceScatter, const_cast<void*>(send), recv, recv_count, hccl_type(t), hccl_op(op),
-            comm_, stream_);
+            comm_, stream());
   }
   void broadcast(const void* send, void* recv, std::size_t count, DType t, int root) override {
     set_device(device_);
     // HcclBroadcast works in one buffer: the root first places its input there.
     if (rank_ == root && send != recv)
       XB_ACL(aclrtMemcpyAsync, recv, count * dtype_size(t), send, count * dtype_size(t),
-             kDeviceToDevice, stream_);
+             kDeviceToDevice, stream());
     XB_HCCL(HcclBroadcast, recv, count, hccl_type(t), static_cast<std::uint32_t>(root), comm_,
-            stream_);
+            stream());
   }
   void reduce(const void* send, void* recv, std::size_t count, DType t, RedOp op,
               int root) override {
     set_device(device_);
     XB_HCCL(HcclReduce, const_cast<void*>(send), recv, count, hccl_type(t), hccl_op(op),
-            static_cast<std::uint32_t>(root), comm_, stream_);
+            static_cast<std::uint32_t>(root), comm_, stream());
   }
   void alltoall(const void* send, void* recv, std::size_t count_per_peer, DType t) override {
     set_device(device_);
     send = apart(send, recv, count_per_peer * dtype_size(t) * static_cast<std::size_t>(size_));
     XB_HCCL(HcclAlltoAll, send, count_per_peer, hccl_type(t), recv, count_per_peer, hccl_type(t),
-            comm_, stream_);
+            comm_, stream());
   }
   void sendrecv(const void* send, void* recv, std::size_t count, DType t) override {
     set_device(device_);
@@ -213,7 +218,7 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
         {kHcclSend, const_cast<void*>(send), count, hccl_type(t),
          static_cast<std::uint32_t>(next())},
         {kHcclRecv, recv, count, hccl_type(t), static_cast<std::uint32_t>(prev())}};
-    XB_HCCL(HcclBatchSendRecv, items, 2u, comm_, stream_);
+    XB_HCCL(HcclBatchSendRecv, items, 2u, comm_, stream());
   }
   void scatter(const void* send, void* recv, std::size_t recv_count, DType t, int root) override {
     set_device(device_);
@@ -237,7 +242,7 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
       }
     }
     XB_HCCL(HcclScatter, input, output, recv_count, hccl_type(t), static_cast<std::uint32_t>(root),
-            comm_, stream_);
+            comm_, stream());
   }
   void alltoallv(const void* send, std::span<const std::size_t> send_counts,
                  std::span<const std::size_t> send_displs, void* recv,
@@ -258,11 +263,11 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
     std::copy(send_displs.begin(), send_displs.end(), sd);
     std::copy(recv_counts.begin(), recv_counts.end(), rc);
     std::copy(recv_displs.begin(), recv_displs.end(), rd);
-    XB_HCCL(HcclAlltoAllV, send, sc, sd, hccl_type(t), recv, rc, rd, hccl_type(t), comm_, stream_);
+    XB_HCCL(HcclAlltoAllV, send, sc, sd, hccl_type(t), recv, rc, rd, hccl_type(t), comm_, stream());
   }
-  void synchronize() override { XB_ACL(aclrtSynchronizeStream, stream_); }
+  void synchronize() override { synchronize_stream(stream(), device_); }
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
-    return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream_, count);
+    return std::make_unique<DeviceStreamMarks<MarkApi>>(device_, stream(), count);
   }
 
  private:
@@ -273,10 +278,12 @@ class HcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   void copy_on_stream(void* dst, std::size_t dst_bytes, const void* src,
                       std::size_t bytes) override {
     set_device(device_);
-    XB_ACL(aclrtMemcpyAsync, dst, dst_bytes, src, bytes, kDeviceToDevice, stream_);
+    XB_ACL(aclrtMemcpyAsync, dst, dst_bytes, src, bytes, kDeviceToDevice, stream());
   }
 
-  aclrtStream stream_ = nullptr;
+  aclrtStream stream() const { return stream_->get(); }
+
+  std::unique_ptr<AscendStream> stream_;
   HcclComm comm_ = nullptr;
   // alltoallv's send counts, send displacements, receive counts and
   // receive displacements, size_ each.

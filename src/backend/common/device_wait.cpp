@@ -53,6 +53,15 @@ void check_device_answers(const std::string& what) {
         fmt::format("{} not started: a device stopped answering earlier ({})", what, earlier));
 }
 
+void missed_deadline(const std::string& what, double timeout_s) {
+  const std::string why = fmt::format(
+      "{} did not finish within {:g} s (XFERBENCH_DEVICE_TIMEOUT): the device, its link or a peer "
+      "stopped answering",
+      what, timeout_s);
+  note_device_hung(why);
+  throw DeviceHung(why);
+}
+
 void wait_with_deadline(const std::function<bool()>& done, double timeout_s,
                         const std::string& what, const std::function<void()>& on_timeout) {
   using Clock = std::chrono::steady_clock;
@@ -65,12 +74,7 @@ void wait_with_deadline(const std::function<bool()>& done, double timeout_s,
     const auto now = Clock::now();
     if (now >= deadline) {
       if (on_timeout) on_timeout();
-      const std::string why = fmt::format(
-          "{} did not finish within {:g} s (XFERBENCH_DEVICE_TIMEOUT): the device, its link or "
-          "a peer stopped answering",
-          what, timeout_s);
-      note_device_hung(why);
-      throw DeviceHung(why);
+      missed_deadline(what, timeout_s);
     }
     if (now - start < std::chrono::seconds(1)) {
       std::this_thread::yield();  // as a spinning synchronize: no wake-up delay on host timing

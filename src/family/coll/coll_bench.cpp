@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <thread>
 
+#include "backend/common/device_wait.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/sysinfo.hpp"
@@ -263,11 +265,13 @@ Record make_record(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
   return r;
 }
 
-// A combination the library does not take: the same fields, no figures.
-Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inplace,
-                   const CollConfig& cfg, const Communicator& comm, const std::string& why) {
+// A combination the library does not take (waived), or a call that never
+// finished (failed): the same fields, no figures.
+Record make_unrun(const CollCase& c, const CollCounts& k, Bytes bytes, bool inplace,
+                  const CollConfig& cfg, const Communicator& comm, const std::string& why,
+                  Status status = Status::waived) {
   Record r = make_record(c, k, bytes, inplace, Stats{}, 0, cfg, comm);
-  r.status = Status::waived;
+  r.status = status;
   r.reason = why;
   r.verified.reset();
   r.iters = 0;
@@ -276,6 +280,27 @@ Record make_waived(const CollCase& c, const CollCounts& k, Bytes bytes, bool inp
   r.set(coll_field::wrong, std::int64_t{-1});  // not checked
   return r;
 }
+
+// Unwinding out of a (collective, dtype) frees its buffers: the work the
+// communicator queued on them finishes first (the Ascend review's N11: a
+// runtime frees device memory under queued DMA without waiting).
+class QuiesceOnUnwind {
+ public:
+  explicit QuiesceOnUnwind(Communicator& comm) : comm_(comm) {}
+  QuiesceOnUnwind(const QuiesceOnUnwind&) = delete;
+  QuiesceOnUnwind& operator=(const QuiesceOnUnwind&) = delete;
+  ~QuiesceOnUnwind() {
+    if (std::uncaught_exceptions() <= unwinding_) return;
+    try {
+      comm_.synchronize();
+    } catch (...) {  // the error on its way out is the one to report
+    }
+  }
+
+ private:
+  Communicator& comm_;
+  int unwinding_ = std::uncaught_exceptions();
+};
 
 }  // namespace
 
@@ -371,6 +396,7 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
     for (DType t : cfg.dtypes) {
       const CollCase any{op, t, RedOp::sum, comm.size(), cfg.root, cfg.skew};
       CollBuffers bufs = allocate(backend, comm, cfg, any);
+      const QuiesceOnUnwind quiesce(comm);
       const std::vector<RedOp> redops =
           is_reduction(op) ? cfg.redops : std::vector<RedOp>{RedOp::sum};
       for (RedOp ro : redops) {
@@ -381,11 +407,11 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
           if (n == 0) {
             for (bool inplace : {false, true})
               if ((inplace && cfg.inplace) || (!inplace && cfg.outofplace))
-                done(make_waived(c, CollCounts{}, asked, inplace, cfg, comm,
-                                 fmt::format("{} B holds no whole {}: {} needs {} B at least "
-                                             "({} ranks)",
-                                             asked, spec(op).split ? "element per rank" : "element",
-                                             to_string(op), coll_unit(c), c.nranks)));
+                done(make_unrun(c, CollCounts{}, asked, inplace, cfg, comm,
+                                fmt::format("{} B holds no whole {}: {} needs {} B at least "
+                                            "({} ranks)",
+                                            asked, spec(op).split ? "element per rank" : "element",
+                                            to_string(op), coll_unit(c), c.nranks)));
             continue;
           }
           const CollCounts k = coll_counts(c, n);
@@ -395,7 +421,7 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
             if (s.ok && inplace && spec(op).inplace == InPlace::none)
               s = Support::no(fmt::format("{} has no in-place form", to_string(op)));
             if (!s.ok) {
-              done(make_waived(c, k, n, inplace, cfg, comm, s.reason));
+              done(make_unrun(c, k, n, inplace, cfg, comm, s.reason));
               continue;
             }
             Record r;
@@ -408,8 +434,14 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
               r = make_record(c, k, n, inplace, aggregate(times.iter, cfg.agg), wrong, cfg, comm);
               set_ranks(r, times, hosts, cfg);
             } catch (const NotSupported& e) {  // the library lacks it: every rank throws here
-              done(make_waived(c, k, n, inplace, cfg, comm, e.what()));
+              done(make_unrun(c, k, n, inplace, cfg, comm, e.what()));
               continue;
+            } catch (const DeviceHung& e) {
+              // Past its deadline: this row failed, and the device takes no
+              // more work in this process (device_wait.hpp), so the run ends
+              // here with what it has.
+              done(make_unrun(c, k, n, inplace, cfg, comm, e.what(), Status::failed));
+              return res;
             }
             busbw_sum += r.get_or(coll_field::busbw, 0.0);
             ++busbw_n;

@@ -62,6 +62,12 @@ Record base_record(const std::string& kase, Method m, int src, int dst, Bytes n)
   return r;
 }
 
+// A record between two devices names the link between them.
+void set_link(const Backend& b, Record& r) {
+  if (r.src >= 0 && r.dst >= 0 && r.src != r.dst)
+    r.set(copy_field::link, b.link_type(r.src, r.dst));
+}
+
 // The sum of a group: every leg's bytes, counted once, over the batch time.
 Record total_record(const CopyGroup& g, Method m, Bytes n) {
   return base_record(total_case(g.kase), m, g.src, g.dst, g.legs.size() * n);
@@ -92,6 +98,12 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
   for (std::size_t i = 0; i < g.legs.size(); ++i) {
     Record r = base_record(g.kase, copier.method(), g.legs[i].src, g.legs[i].dst, n);
     r.set_samples(per_op[i]);
+    set_link(b, r);
+    if (cfg.d2d_read_write && g.kase == copy_case::d2d) {
+      r.gbps_median *= 2;
+      r.gbps_max *= 2;
+      r.set(copy_field::counted, std::string("read+write"));
+    }
     if (cfg.check) {
       const auto bad = verify_buffer(b, *bufs.dst[i], n, bufs.seeds[i]);
       r.verified = !bad;
@@ -106,6 +118,7 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
   if (g.total) {
     Record t = total_record(g, copier.method(), n);
     t.set_samples(batch);
+    set_link(b, t);
     if (cfg.check) t.verified = all_ok;
     if (!all_ok) {
       t.status = Status::failed;

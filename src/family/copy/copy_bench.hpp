@@ -18,6 +18,9 @@ namespace xb {
 // The field copy adds to its records when --threads is a list.
 namespace copy_field {
 inline constexpr FieldKey<std::int64_t> threads{"threads"};  // cores (host) or blocks (cuda)
+inline constexpr FieldKey<std::string> link{"link"};         // p2p: the backend's link_type
+// d2d with --d2d-count read+write: "read+write" (its GB/s count each byte twice)
+inline constexpr FieldKey<std::string> counted{"counted"};
 }  // namespace copy_field
 
 struct CopyConfig {
@@ -29,11 +32,14 @@ struct CopyConfig {
   std::vector<P2pOp> p2p_ops{P2pOp::write};  // --p2p-op: who drives device-to-device copies
   std::vector<Method> methods{Method::dma, Method::core};
   std::vector<Bytes> sizes;      // h2d/d2h/d2d
-  std::vector<Bytes> p2p_sizes;  // p2p (fixed by default, like ascend-dmi)
+  std::vector<Bytes> p2p_sizes;  // p2p (one fixed size by default, as ascend-dmi)
   int warmup = 5;
   int iters = 5;       // h2d/d2h/d2d
   int p2p_iters = 20;  // p2p
   bool check = true;
+  // --d2d-count read+write: d2d's GB/s count the bytes read and the bytes
+  // written, as ascend-dmi's d2d does (twice the bytes-once figure).
+  bool d2d_read_write = false;
   CopierOptions copier;
   // --threads as a list: one run per value, each record with a `threads`
   // field; empty: copier.threads alone, no field.

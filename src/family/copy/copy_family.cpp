@@ -57,8 +57,12 @@ std::vector<Method> parse_methods(const std::string& m) {
 class CopyFamily final : public Family {
  public:
   CopyFamily() {
-    schema_.add(copy_field::threads, FieldRole::key,
-                "cores (host) or thread blocks (cuda) of a --threads list run");
+    schema_
+        .add(copy_field::threads, FieldRole::key,
+             "cores (host) or thread blocks (cuda) of a --threads list run")
+        .add(copy_field::link, FieldRole::info, "between two devices: the link joining them")
+        .add(copy_field::counted, FieldRole::info,
+             "d2d with --d2d-count read+write: its GB/s count read plus written bytes");
   }
   std::string name() const override { return "copy"; }
   std::string summary() const override {
@@ -107,6 +111,12 @@ class CopyFamily final : public Family {
            "dma (copy engine), core (cores via staging tile), both")
         ->check(CLI::IsMember({"dma", "core", "both"}))
         ->default_str("both");
+    app.add_option_function<std::string>(
+           "--d2d-count", [this](const std::string& c) { cfg_.d2d_read_write = c == "read+write"; },
+           "d2d's GB/s: bytes moved once (nvbandwidth), or read+write: the bytes read plus "
+           "the bytes written, as ascend-dmi's d2d counts (twice the figure)")
+        ->check(CLI::IsMember({"once", "read+write"}))
+        ->default_str("once");
     add_size_options(app, sizes_, "2", "32M", "2");
     app.add_option_function<std::string>(
            "--threads", [this](const std::string& t) { threads_ = parse_thread_counts(t, 65535); },
@@ -150,6 +160,7 @@ Examples:
                                                   every device at once: each device and the sum
   xferbench copy -t h2d --bidir -d 0              h2d and d2h at once: each direction and total
   xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20
+  xferbench copy -t d2d --d2d-count read+write    d2d counted as ascend-dmi counts it
   xferbench copy --backend cuda -s 1G --tile 0    GPU: copy engines vs direct SM copy kernels)");
   }
 
@@ -157,6 +168,7 @@ Examples:
     finish_config();
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& backend = *chosen.backend;
+    p2p_default_of(backend.name());
     apply_thread_counts(threads_, backend, cfg_.copier, cfg_.thread_counts);
     if (const Support s = use_host_pages(backend, cfg_.huge_pages); !s.ok)
       cfg_.waive_all = s.reason;
@@ -177,7 +189,8 @@ Examples:
 
  private:
   // Fixed mode (-s), explicit sweep (-b/-e/-f/-i), or ascend-dmi's defaults:
-  // step mode 2 B..32 MiB x2 with 5 iterations, p2p fixed 64 MiB with 20.
+  // step mode 2 B..32 MiB x2 with 5 iterations, p2p one fixed size (64 MiB
+  // with 20; p2p_default_of gives the ascend backend ascend-dmi's own).
   void finish_config() {
     if (cfg_.src.has_value() != cfg_.dst.has_value())
       throw UsageError("--src and --dst go together");
@@ -195,6 +208,24 @@ Examples:
     }
     cfg_.warmup = run_.warmup_or(5);
     cfg_.check = !run_.no_check;
+  }
+
+  // p2p's default where a backend's own tool has another: ascend-dmi --bw
+  // -t p2p moves 256 MiB 40 times on Atlas A2/A3 (512 MiB from devices 0
+  // and 8: -s 512M --src 0 for that row).
+  void p2p_default_of(const std::string& backend) {
+    struct P2pDefault {
+      const char* backend;
+      Bytes bytes;
+      int iters;
+    };
+    static constexpr P2pDefault kDefaults[] = {{"ascend", 256ULL << 20, 40}};
+    if (sizes_.fixed() || sizes_.sweep_given()) return;
+    for (const auto& d : kDefaults)
+      if (backend == d.backend) {
+        cfg_.p2p_sizes = {d.bytes};
+        cfg_.p2p_iters = run_.iters_or(d.iters);
+      }
   }
 
   Params params() const {
@@ -220,7 +251,8 @@ Examples:
             {"host_mem", std::string(cfg_.huge_pages                      ? "huge"
                                      : cfg_.host_mem == MemKind::pageable ? "pageable"
                                                                           : "pinned")},
-            {"check", cfg_.check}};
+            {"check", cfg_.check},
+            {"d2d_count", std::string(cfg_.d2d_read_write ? "read+write" : "once")}};
   }
 
   CopyConfig cfg_;

@@ -37,8 +37,11 @@ std::string check_text(const Record& r) {
 // One ascend-dmi style table for records of the same case, pair and method.
 std::string case_table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
-  std::string out = fmt::format("\n{} ({}) · {} -> {} · method {}\n", case_title(f.kase), f.kase,
-                                endpoint(f.src), endpoint(f.dst), method_label(f));
+  std::string out = fmt::format("\n{} ({}) · {} -> {} · method {}{}\n", case_title(f.kase), f.kase,
+                                endpoint(f.src), endpoint(f.dst), method_label(f),
+                                f.get(copy_field::counted)
+                                    ? " · GB/s count the bytes read and written (ascend-dmi's d2d)"
+                                    : "");
   out += fmt::format("{:>12} {:>13} {:>15} {:>10} {:>12} {:>12} {:>12} {:>6} {:>5}\n",
                      "Size(Bytes)", "Execute Times", "Bandwidth(GB/s)", "Max(GB/s)", "Median(us)",
                      "Min(us)", "P99(us)", "CV(%)", "Check");
@@ -125,6 +128,36 @@ std::string matrix(const std::string& title, const std::string& kase, bool symme
   return out;
 }
 
+// The links of the pairs measured (records' `link`): the commonest class as
+// "every other pair", the others pair by pair ("0<->1" where both ways agree).
+std::string links_line(const std::vector<const Record*>& recs) {
+  std::map<std::pair<int, int>, std::string> link;  // (src, dst)
+  for (const Record* r : recs)
+    if (auto l = r->get(copy_field::link); l && r->src >= 0 && r->dst >= 0)
+      link[{r->src, r->dst}] = *l;
+  if (link.empty()) return "";
+  std::map<std::string, std::vector<std::string>> pairs;  // label -> "0<->1", "2->3"
+  std::map<std::string, int> count;
+  for (const auto& [sd, label] : link) {
+    const auto [a, b] = sd;
+    const auto back = link.find({b, a});
+    const bool both = back != link.end() && back->second == label;
+    if (both && b < a) continue;
+    pairs[label].push_back(fmt::format("{}{}{}", a, both ? "<->" : "->", b));
+    ++count[label];
+  }
+  const auto common =
+      std::max_element(count.begin(), count.end(), [](const auto& x, const auto& y) {
+        return x.second < y.second;
+      })->first;
+  std::string out = "Links:";
+  for (const auto& [label, list] : pairs)
+    if (label != common) out += fmt::format(" {} {} ·", fmt::join(list, ", "), label);
+  out += pairs.size() == 1 ? fmt::format(" {}\n", common)
+                           : fmt::format(" every other pair {}\n", common);
+  return out;
+}
+
 // Bytes per direction of a p2p record: a sum counts both.
 Bytes per_direction(const Record& r) { return summed_case(r.kase).empty() ? r.bytes : r.bytes / 2; }
 
@@ -172,7 +205,7 @@ std::string p2p_tables(const std::vector<const Record*>& recs) {
                            false, cells, n, false);
     }
   }
-  return out;
+  return out + links_line(recs);
 }
 
 }  // namespace
