@@ -50,7 +50,7 @@ Expected p2p_expected(Backend& be, const Path& p) {
     return {0, fmt::format("no expected figure: {}; compared with the other pairs instead", type)};
   const auto ra = pcie_raw_gbps(a), rb = pcie_raw_gbps(b);
   if (!ra || !rb)
-    return {0, fmt::format("no expected figure for p2p over {}: the links are not reported; "
+    return {0, fmt::format("no expected figure for p2p over {}: its rate is not known here; "
                            "compared with the other pairs of its link class instead",
                            type.empty() ? std::string("this path") : type)};
   const double raw = std::min(*ra, *rb);
