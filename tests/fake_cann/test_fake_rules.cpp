@@ -1,12 +1,16 @@
-// The fake AscendCL's own rules and knobs (tests/fake_cann), straight
-// through the C API as the backend loads it (ascend::api()) or, for what
-// the backend does not bind, through dlsym: reference-counted NPUs, a
-// current NPU for synchronous work, copy durations and the host's submit
-// cost, the topology, the timeouts, an older CANN without them, late
-// failures, the _P2P advice. Each test fails without its rule. (Each test
-// runs in a process of its own under ctest.)
+// The fake CANN runtime's own rules and knobs (tests/fake_cann), straight
+// through the C API as the backend loads it (ascend::api(), ascend::hccl())
+// or, for what the backend does not bind, through dlsym: reference-counted
+// NPUs, a current NPU for synchronous work and for HCCL, copy durations and
+// the host's submit cost, the topology, the timeouts, an older CANN without
+// them, stalls and late failures, the _P2P advice, collectives larger than
+// 64 MiB, a mismatched batch send/recv on two ranks, HCCL's alignment. Each
+// test fails without its rule. (Each test runs in a process of its own under
+// ctest.)
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +35,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kNoContext = 107002, kInvalidParam = 100000, kInjected = 507000;
 constexpr int kStreamSyncTimeout = 507046, kEventSyncTimeout = 507047;
+constexpr int kHcclPara = 1, kHcclInternal = 4, kHcclRuntime = 15;
 
 // An entry point of the loaded fake, by name (nullptr when it lacks it).
 template <class Fn>
@@ -448,6 +454,251 @@ TEST(FakeRules, AnInterNpuCopyOnMemoryWithoutTheP2pPolicyIsAdvice) {
   EXPECT_EQ(rules_broken(), 0) << "advice is kept apart from the rules";
   clear_rules();
   EXPECT_EQ(advice(), 0);
+}
+
+// ==== the fake HCCL ===========================================================
+
+// A 1-rank HCCL communicator of NPU0 with a stream of NPU0.
+struct OneRank {
+  const ascend::AclApi& a = acl_up();
+  const ascend::HcclApi& h = *ascend::hccl().api;
+  ascend::HcclRootInfo info{};
+  ascend::HcclComm comm = nullptr;
+  void* stream = nullptr;
+  OneRank() {
+    EXPECT_EQ(a.aclrtSetDevice(0), 0);
+    EXPECT_EQ(h.HcclGetRootInfo(&info), 0);
+    EXPECT_EQ(h.HcclCommInitRootInfo(1, &info, 0, &comm), 0);
+    EXPECT_EQ(a.aclrtCreateStream(&stream), 0);
+  }
+  void finish() {
+    EXPECT_EQ(a.aclrtSetDevice(0), 0);
+    EXPECT_EQ(a.aclrtSynchronizeStream(stream), 0);
+    EXPECT_EQ(h.HcclCommDestroy(comm), 0);
+    EXPECT_EQ(a.aclrtDestroyStream(stream), 0);
+  }
+};
+
+// ---- G6: HCCL needs a current NPU ----------------------------------------------
+
+TEST(FakeRules, CollectivesNeedACurrentNpuOnTheCallingThread) {
+  ASSERT_NE(ascend::hccl().api, nullptr) << ascend::hccl().error;
+  OneRank c;
+  DeviceMemory buf(0, 4096);
+  char* p = static_cast<char*>(buf.p);
+  int reduce = -1, batch = -1;
+  ascend::HcclSendRecvItem items[2] = {
+      {ascend::kHcclSend, p, 16, ascend::kHcclFp32, 0},
+      {ascend::kHcclRecv, p + 256, 16, ascend::kHcclFp32, 0},
+  };
+  std::thread([&] {  // a thread that never set an NPU
+    reduce = c.h.HcclAllReduce(p, p, 16, ascend::kHcclFp32, ascend::kHcclSum, c.comm, c.stream);
+    batch = c.h.HcclBatchSendRecv(items, 2, c.comm, c.stream);
+  })
+      .join();
+  EXPECT_EQ(reduce, kHcclRuntime);
+  EXPECT_EQ(batch, kHcclRuntime);
+  ASSERT_EQ(c.a.aclrtSetDevice(0), 0);
+  EXPECT_EQ(c.h.HcclAllReduce(p, p, 16, ascend::kHcclFp32, ascend::kHcclSum, c.comm, c.stream), 0);
+  EXPECT_EQ(c.h.HcclBatchSendRecv(items, 2, c.comm, c.stream), 0);
+  c.finish();
+  EXPECT_EQ(rules_broken(), 0);
+}
+
+// ---- N10, N11: a stalled rank, a failure after the first calls ------------------
+
+TEST(FakeHccl, AStalledRankNeverFinishesItsCollectives) {
+  ASSERT_NE(ascend::hccl().api, nullptr) << ascend::hccl().error;
+  const auto sync_stream = sym<SyncWithTimeoutFn>("aclrtSynchronizeStreamWithTimeout");
+  ASSERT_NE(sync_stream, nullptr);
+  OneRank c;
+  void* p = nullptr;  // never freed: the stalled work keeps using it
+  ASSERT_EQ(c.a.aclrtMalloc(&p, 4096, 0), 0);
+  setenv("FAKE_HCCL_STALL", "0", 1);
+  EXPECT_EQ(c.h.HcclAllReduce(p, p, 16, ascend::kHcclFp32, ascend::kHcclSum, c.comm, c.stream), 0);
+  unsetenv("FAKE_HCCL_STALL");
+  EXPECT_EQ(sync_stream(c.stream, 200), kStreamSyncTimeout);
+  EXPECT_EQ(sync_stream(c.stream, 200), kStreamSyncTimeout) << "still not finished";
+  // The stream, its communicator and their memory are left as they are:
+  // none can be synchronized, destroyed or freed (the fake reports the
+  // stream at exit); the segment goes now.
+  shm_unlink(c.info.internal);
+}
+
+TEST(FakeHccl, AnInjectedFailureCanComeAfterTheFirstCalls) {
+  ASSERT_NE(ascend::hccl().api, nullptr) << ascend::hccl().error;
+  OneRank c;
+  DeviceMemory buf(0, 4096);
+  setenv("FAKE_HCCL_FAIL", "HcclAllReduce", 1);
+  setenv("FAKE_HCCL_FAIL_AFTER", "1", 1);
+  EXPECT_EQ(
+      c.h.HcclAllReduce(buf.p, buf.p, 16, ascend::kHcclFp32, ascend::kHcclSum, c.comm, c.stream),
+      0);
+  EXPECT_EQ(
+      c.h.HcclAllReduce(buf.p, buf.p, 16, ascend::kHcclFp32, ascend::kHcclSum, c.comm, c.stream),
+      kHcclInternal);
+  unsetenv("FAKE_HCCL_FAIL_AFTER");
+  unsetenv("FAKE_HCCL_FAIL");
+  c.finish();
+  EXPECT_EQ(rules_broken(), 0);
+}
+
+// ---- G8, G11: no 64 MiB cap, HCCL's alignment ------------------------------------
+
+TEST(FakeHccl, ACallLargerThan64MiBRunsAndOnlyTheFakesSlotLimitsOne) {
+  ASSERT_NE(ascend::hccl().api, nullptr) << ascend::hccl().error;
+  OneRank c;
+  constexpr std::size_t n = 80 << 20;
+  DeviceMemory send(0, n), recv(0, n);
+  std::vector<std::int32_t> host(n / 4);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::int32_t>(i * 7);
+  ASSERT_EQ(c.a.aclrtMemcpy(send.p, n, host.data(), n, ascend::kHostToDevice), 0);
+  EXPECT_EQ(c.h.HcclAllGather(send.p, recv.p, n / 4, ascend::kHcclInt32, c.comm, c.stream), 0);
+  EXPECT_EQ(c.a.aclrtSynchronizeStream(c.stream), 0) << c.a.aclGetRecentErrMsg();
+  std::vector<std::int32_t> back(n / 4, -1);
+  ASSERT_EQ(c.a.aclrtMemcpy(back.data(), n, recv.p, n, ascend::kDeviceToHost), 0);
+  EXPECT_EQ(back, host);
+  // More than the fake's 2 GiB slot: refused by the call (nothing is touched).
+  const std::uint64_t too_many = (2ULL << 30) / 4 + 1;
+  EXPECT_EQ(c.h.HcclAllGather(send.p, recv.p, too_many, ascend::kHcclInt32, c.comm, c.stream),
+            kHcclPara);
+  EXPECT_EQ(c.h.HcclAllReduce(send.p, recv.p, too_many, ascend::kHcclInt32, ascend::kHcclSum,
+                              c.comm, c.stream),
+            kHcclPara);
+  c.finish();
+  EXPECT_EQ(rules_broken(), 0);
+}
+
+TEST(FakeRules, HcclBuffersAreAlignedToTheirElementSize) {
+  ASSERT_NE(ascend::hccl().api, nullptr) << ascend::hccl().error;
+  OneRank c;
+  DeviceMemory buf(0, 4096);
+  char* p = static_cast<char*>(buf.p);
+  using ascend::kHcclFp32, ascend::kHcclSum;
+  EXPECT_EQ(c.h.HcclAllReduce(p + 2, p + 64, 4, kHcclFp32, kHcclSum, c.comm, c.stream), kHcclPara);
+  EXPECT_EQ(c.h.HcclAllReduce(p, p + 66, 4, kHcclFp32, kHcclSum, c.comm, c.stream), kHcclPara);
+  EXPECT_EQ(c.h.HcclAllGather(p + 4, p + 512, 4, ascend::kHcclInt64, c.comm, c.stream), kHcclPara);
+  EXPECT_EQ(c.h.HcclBroadcast(p + 2, 4, kHcclFp32, 0, c.comm, c.stream), kHcclPara);
+  const std::uint64_t cnt[] = {4}, zero[] = {0};
+  EXPECT_EQ(c.h.HcclAlltoAllV(p + 2, cnt, zero, kHcclFp32, p + 256, cnt, zero, kHcclFp32, c.comm,
+                              c.stream),
+            kHcclPara);
+  ascend::HcclSendRecvItem items[2] = {
+      {ascend::kHcclSend, p + 2, 4, kHcclFp32, 0},
+      {ascend::kHcclRecv, p + 256, 4, kHcclFp32, 0},
+  };
+  EXPECT_EQ(c.h.HcclBatchSendRecv(items, 2, c.comm, c.stream), kHcclPara);
+  // Aligned to the element, not more.
+  EXPECT_EQ(c.h.HcclAllReduce(p + 1, p + 65, 4, ascend::kHcclInt8, kHcclSum, c.comm, c.stream), 0);
+  EXPECT_EQ(c.h.HcclAllReduce(p + 2, p + 66, 4, ascend::kHcclFp16, kHcclSum, c.comm, c.stream), 0);
+  c.finish();
+  EXPECT_EQ(rules_broken(), 0);
+}
+
+// ---- G9: two ranks, one process each ---------------------------------------------
+
+// Rank `rank` of 2 on NPU `rank`: a batch send/recv in which rank 1 expects
+// one element fewer than rank 0 sends. Rank 1's stream reports it, rank 0's
+// does not, and both then destroy the communicator at once. "" or what
+// went wrong.
+std::string mismatched_batch(int rank, int info_in, int info_out) {
+  const BackendStatus status = probe_ascend();
+  if (!status.available) return status.reason;
+  const auto& a = ascend::api();
+  if (!ascend::hccl().api) return ascend::hccl().error;
+  const auto& h = *ascend::hccl().api;
+  auto check = [](int e, const char* what) {
+    return e == 0 ? std::string() : std::string(what) + " = " + std::to_string(e);
+  };
+  std::string err;
+  if (!(err = check(a.aclrtSetDevice(rank), "aclrtSetDevice")).empty()) return err;
+  ascend::HcclRootInfo info{};
+  if (rank == 0) {
+    if (!(err = check(h.HcclGetRootInfo(&info), "HcclGetRootInfo")).empty()) return err;
+    if (write(info_out, &info, sizeof info) != static_cast<ssize_t>(sizeof info))
+      return "root info not sent";
+  } else {
+    std::size_t got = 0;
+    while (got < sizeof info) {
+      const ssize_t r = read(info_in, info.internal + got, sizeof info - got);
+      if (r <= 0) return "no root info from rank 0";
+      got += static_cast<std::size_t>(r);
+    }
+  }
+  ascend::HcclComm comm = nullptr;
+  void *stream = nullptr, *buf = nullptr;
+  const auto r = static_cast<std::uint32_t>(rank);
+  if (!(err = check(h.HcclCommInitRootInfo(2, &info, r, &comm), "init")).empty()) return err;
+  if (!(err = check(a.aclrtCreateStream(&stream), "aclrtCreateStream")).empty()) return err;
+  if (!(err = check(a.aclrtMalloc(&buf, 4096, 0), "aclrtMalloc")).empty()) return err;
+  char* p = static_cast<char*>(buf);
+  ascend::HcclSendRecvItem items[2] = {
+      {ascend::kHcclSend, p, 256, ascend::kHcclInt32, 1 - r},
+      {ascend::kHcclRecv, p + 1024, rank == 1 ? 255u : 256u, ascend::kHcclInt32, 1 - r},
+  };
+  if (!(err = check(h.HcclBatchSendRecv(items, 2, comm, stream), "batch")).empty()) return err;
+  const int sync = a.aclrtSynchronizeStream(stream);
+  if (sync != (rank == 1 ? kInjected : 0))
+    return "rank " + std::to_string(rank) + " synchronized with " + std::to_string(sync);
+  if (!(err = check(h.HcclCommDestroy(comm), "HcclCommDestroy")).empty()) return err;
+  if (!(err = check(a.aclrtDestroyStream(stream), "aclrtDestroyStream")).empty()) return err;
+  if (!(err = check(a.aclrtFree(buf), "aclrtFree")).empty()) return err;
+  std::string first;
+  if (rules_broken(&first) != 0) return "rule broken: " + first;
+  return "";
+}
+
+TEST(FakeHccl, AMismatchedBatchSendRecvLeavesNoRankWaiting) {
+  if (dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD))
+    GTEST_SKIP() << "CANN is loaded in this process already: run this test on its own (ctest does)";
+  int info[2], report[2][2];
+  ASSERT_EQ(pipe(info), 0);
+  ASSERT_EQ(pipe(report[0]), 0);
+  ASSERT_EQ(pipe(report[1]), 0);
+  pid_t pid[2];
+  for (int r = 0; r < 2; ++r) {
+    pid[r] = fork();
+    ASSERT_GE(pid[r], 0);
+    if (pid[r] == 0) {
+      close(r == 0 ? info[0] : info[1]);
+      const std::string err = mismatched_batch(r, info[0], info[1]);
+      close(r == 0 ? info[1] : info[0]);
+      if (!err.empty()) (void)!write(report[r][1], err.data(), err.size());
+      _exit(err.empty() ? 0 : 1);
+    }
+  }
+  close(info[0]);
+  close(info[1]);
+  close(report[0][1]);
+  close(report[1][1]);
+  // Both must be done well before the fake's 120 s barrier deadline.
+  int status[2] = {0, 0};
+  bool done[2] = {false, false}, killed = false;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!done[0] || !done[1]) {
+    for (int r = 0; r < 2; ++r)
+      if (!done[r] && waitpid(pid[r], &status[r], WNOHANG) == pid[r]) done[r] = true;
+    if (Clock::now() > deadline) {
+      for (int r = 0; r < 2; ++r)
+        if (!done[r]) {
+          kill(pid[r], SIGKILL);
+          waitpid(pid[r], &status[r], 0);
+          done[r] = killed = true;
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  shm_unlink(("/xb_fake_hccl_" + std::to_string(pid[0]) + "_0").c_str());  // left by a failure
+  EXPECT_FALSE(killed) << "a rank was still waiting after 30 s";
+  for (int r = 0; r < 2; ++r) {
+    std::string err;
+    char buf[256];
+    for (ssize_t n; (n = read(report[r][0], buf, sizeof buf)) > 0;)
+      err.append(buf, static_cast<std::size_t>(n));
+    close(report[r][0]);
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
+        << "rank " << r << " (status " << status[r] << "): " << err;
+  }
 }
 
 }  // namespace
