@@ -17,6 +17,8 @@ cat "$out" "$err" | grep -Eq -- "$pattern" || fail "output does not match /$patt
 if grep -Eq 'Sanitizer|terminate called|Segmentation|Aborted|core dumped' "$err"; then fail "crash signature on stderr"; fi
 # The fake CANN runtime's report at exit of a calling rule the run broke.
 if grep -q 'fake ascend: rule broken' "$err"; then fail "a rule of the Ascend runtime broken"; fi
+# And its advice not followed (Huawei's recommendation the runtime does not enforce).
+if grep -q 'fake ascend: advice' "$err"; then fail "advice of the Ascend runtime not followed"; fi
 if [ "$want_rc" -eq 2 ]; then
   lines=$(wc -l <"$err")
   # Under a launcher that adds lines of its own (Open MPI's mpirun reports a

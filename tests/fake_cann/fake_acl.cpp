@@ -1,30 +1,53 @@
-// A fake AscendCL runtime for tests, built as libascendcl.so: the entry
-// points the Ascend backend opens, implemented on host memory, as strict as
-// the real runtime where the real one has a rule (docs/backends.md, Ascend
-// section lists them; error codes are the real ones unless a comment says
-// otherwise):
+// A fake AscendCL runtime for tests, built as libascendcl.so (with
+// fake_acl_record.cpp): the entry points the Ascend backend opens,
+// implemented on host memory, as strict as the real runtime where the real
+// one has a rule (docs/backends.md, Ascend section lists them; error codes
+// are the real ones unless a comment says otherwise):
 // - a current NPU per thread (aclrtSetDevice); streams and events belong to
 //   the NPU current when they were made, and recording, copying on or
 //   destroying a stream of another NPU than the current one answers 107003
-//   ACL_ERROR_RT_STREAM_CONTEXT; memory, streams, events and page-locked
-//   host memory need a current NPU (107002);
+//   ACL_ERROR_RT_STREAM_CONTEXT; memory, streams, events, page-locked host
+//   memory, the synchronous aclrtMemcpy (even host to host) and stream
+//   synchronization need a current NPU (107002);
+// - NPUs are reference-counted per process: each aclrtSetDevice(d) adds one
+//   reference, each aclrtResetDevice(d) removes one, aclrtResetDeviceForce(d)
+//   all; at 0 the NPU is released and every thread whose current NPU it was
+//   has none;
 // - work completes asynchronously: each stream has a worker thread that runs
 //   its copies (and the fake HCCL's collectives) FAKE_ASCEND_LATENCY_US
-//   (default 50) after they were queued; events are stamped when the worker
-//   reaches them, so a missing synchronize reads stale data;
+//   (default 50) after they were queued, each copy then lasting bytes /
+//   FAKE_ASCEND_GBPS; events are stamped when the worker reaches them, so a
+//   missing synchronize reads stale data;
 // - a stream destroyed with work still queued, an event destroyed while its
-//   record is pending, memory freed while queued work uses it,
-//   aclrtResetDevice with streams alive, aclFinalize before every NPU was
-//   reset, and streams never destroyed are broken rules: counted and printed
-//   at exit ("fake ascend: rule broken: ...");
+//   record is pending, memory freed while queued work uses it, any reset of
+//   an NPU (aclrtResetDevice, aclrtResetDeviceForce) with streams or events
+//   of it alive, aclFinalize with an NPU still referenced ("aclFinalize
+//   before aclrtResetDevice(d): NPU<d> still referenced (<k> aclrtSetDevice
+//   calls not reset)") or with streams alive, and streams never destroyed
+//   are broken rules: counted and printed at exit ("fake ascend: rule
+//   broken: ...");
+// - advice, counted apart and printed at exit ("fake ascend: advice: ..."):
+//   a copy between two NPUs on memory of either side allocated without a
+//   _P2P policy (Huawei recommends it; the runtime does not refuse it);
 // - peer access per ordered pair: a copy between two NPUs needs access
 //   enabled from the NPU that runs it to the other;
 // - async copies: page-locked memory from aclrtMallocHost, 64-byte aligned
-//   addresses, no host-to-host (207000 ACL_ERROR_RT_FEATURE_NOT_SUPPORT).
+//   addresses, no host-to-host (207000 ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+// - aclrtSynchronizeStreamWithTimeout / aclrtSynchronizeEventWithTimeout:
+//   -1 waits forever, else at most the timeout in ms, then 507046 / 507047
+//   with the work left queued.
 // Knobs: FAKE_ASCEND_DEVICES (default 2), FAKE_ASCEND_HBM (bytes per NPU,
 // default 4 GiB), FAKE_ASCEND_LATENCY_US, FAKE_ASCEND_NO_PEER=0-1,2-3 (pairs
 // without a peer path), FAKE_ACL_FAIL=<entry point> (that call returns
-// 507000). Built with -DFAKE_ACL_OMIT_ELAPSED it lacks aclrtEventElapsedTime.
+// 507000; with FAKE_ACL_FAIL_AFTER=k, only after its first k calls), and in
+// fake_acl_record.cpp FAKE_ASCEND_GBPS (copy durations), FAKE_ACL_SUBMIT_US
+// (the host's cost of aclrtMemcpyAsync), FAKE_ASCEND_TOPO (what
+// aclrtGetDevicesTopo answers). Test exports (fake_runtime.hpp): the rules
+// broken, the advice, the copy log. Built with -DFAKE_ACL_OMIT_ELAPSED it
+// lacks aclrtEventElapsedTime; with -DFAKE_ACL_OLD it is an older CANN's,
+// without aclrtGetDevicesTopo, aclrtResetDeviceForce,
+// aclrtSynchronizeStreamWithTimeout and aclrtSynchronizeEventWithTimeout.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -59,11 +82,19 @@ constexpr int kStreamContext = 107003;       // ACL_ERROR_RT_STREAM_CONTEXT
 constexpr int kRtNotSupported = 207000;      // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
 constexpr int kOutOfMemory = 207001;         // ACL_ERROR_RT_MEMORY_ALLOCATION
 constexpr int kInjected = 507000;            // ACL_ERROR_RT_INTERNAL_ERROR
+constexpr int kStreamSyncTimeout = 507046;   // ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+constexpr int kEventSyncTimeout = 507047;    // ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
+constexpr int kMaxDevices = 256;             // the fake's limit
 
 struct Alloc {
   std::size_t size;
-  int device;  // -1: page-locked host memory
+  int device;      // -1: page-locked host memory
+  int policy = 0;  // aclrtMemMallocPolicy, without the bandwidth flags
 };
+
+// ACL_MEM_MALLOC_HUGE_FIRST_P2P, HUGE_ONLY_P2P, NORMAL_ONLY_P2P (3..5) and
+// HUGE1G_ONLY_P2P (7), from acl_rt.h's aclrtMemMallocPolicy.
+bool p2p_policy(int policy) { return (policy >= 3 && policy <= 5) || policy == 7; }
 
 struct FakeEvent {
   int device;
@@ -79,6 +110,9 @@ struct Task {
   std::uint64_t record = 0;
   std::vector<const char*> buffers;  // allocation starts the work touches
   Clock::time_point due;
+  bool copy = false;  // a copy: logged, and lasts `busy`
+  std::size_t bytes = 0;
+  Clock::duration busy{};
 };
 
 struct FakeStream {
@@ -99,10 +133,11 @@ struct State {
   std::vector<std::size_t> used;
   std::set<FakeStream*> streams;
   std::set<FakeEvent*> events;
-  std::set<int> opened;                    // NPUs set and not reset
+  std::map<int, int> refs;                 // NPU -> aclrtSetDevice calls not reset
   std::set<std::pair<int, int>> peers_on;  // (current, peer) access enabled
-  std::map<std::string, int> broken;       // rule -> times
-  std::string first_broken;
+  // How many times each NPU was released: a thread's current NPU is valid
+  // while the count it saw at aclrtSetDevice is still the count.
+  std::atomic<std::uint64_t> released[kMaxDevices] = {};
 };
 // Never destroyed: leaked streams' workers may still wait on its mutex at exit.
 State& st() {
@@ -112,21 +147,26 @@ State& st() {
 // Initial-exec TLS: no dynamic TLS blocks in this dlopen'd library, whose
 // handling crashes LeakSanitizer's tracer at exit in some memory layouts
 // ("Tracer caught signal 11") under the ASan build.
-__attribute__((tls_model("initial-exec"))) thread_local int current = -1;
+__attribute__((tls_model("initial-exec"))) thread_local int current_set = -1;
+__attribute__((tls_model("initial-exec"))) thread_local std::uint64_t current_release = 0;
 __attribute__((tls_model("initial-exec"))) thread_local std::string last_error;
+
+// The calling thread's current NPU: the one it set last, unless released since.
+int cur() {
+  if (current_set < 0) return -1;
+  return st().released[current_set].load() == current_release ? current_set : -1;
+}
 
 int fail(int code, const std::string& why) {
   last_error = why;
   return code;
 }
 
-void broke(const std::string& what) {  // st().mu held
-  auto& s = st();
-  if (s.broken.empty()) s.first_broken = what;
-  ++s.broken[what];
-}
+// The record of rules broken and advice is fake_acl_record.cpp's.
+void broke(const std::string& what) { fake_acl_rule_broken(what.c_str()); }
+void advise(const std::string& what) { fake_acl_internal::advise(what.c_str()); }
 
-// At exit: every broken rule, and the streams never destroyed.
+// At exit: every broken rule and advice, and the streams never destroyed.
 struct Reporter {
   ~Reporter() {
     auto& s = st();
@@ -136,8 +176,7 @@ struct Reporter {
     for (const auto& [device, n] : leaked)
       broke("stream" + std::string(n == 1 ? "" : "s") + " of NPU" + std::to_string(device) +
             " never destroyed (aclrtDestroyStream) x" + std::to_string(n));
-    for (const auto& [what, n] : s.broken)
-      std::fprintf(stderr, "fake ascend: rule broken: %s (x%d)\n", what.c_str(), n);
+    fake_acl_internal::print_record();
   }
 } reporter;
 
@@ -148,9 +187,9 @@ int devices() {
     int n = 0;
     for (const char* c = vis; *c; ++c)
       if (*c != ',' && (c == vis || c[-1] == ',')) ++n;
-    return n < physical ? n : physical;
+    physical = n < physical ? n : physical;
   }
-  return physical;
+  return physical < kMaxDevices ? physical : kMaxDevices;
 }
 
 std::size_t hbm() {
@@ -181,10 +220,12 @@ bool peer_path(int a, int b) {
   }
 }
 
+// FAKE_ACL_FAIL names `fn` (and its first FAKE_ACL_FAIL_AFTER calls are over).
+bool injected(const char* fn) { return fake_injected("FAKE_ACL_FAIL", "FAKE_ACL_FAIL_AFTER", fn); }
+
 // Returns an error code for calls that must not run now, else 0.
 int enter(const char* fn, bool needs_init = true) {
-  if (const char* f = std::getenv("FAKE_ACL_FAIL"); f && std::strcmp(f, fn) == 0)
-    return fail(kInjected, std::string(fn) + ": injected failure");
+  if (injected(fn)) return fail(kInjected, std::string(fn) + ": injected failure");
   if (needs_init && !st().initialized) return fail(kUninitialized, "aclInit was not called");
   return kOk;
 }
@@ -206,6 +247,10 @@ FakeStream* live_stream(void* p) {  // st().mu held
   return st().streams.count(f) ? f : nullptr;
 }
 
+std::int64_t since_epoch(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 void work(FakeStream* f) {
   auto& s = st();
   std::unique_lock lock(s.mu);
@@ -215,7 +260,12 @@ void work(FakeStream* f) {
     Task& t = f->queue.front();
     lock.unlock();
     std::this_thread::sleep_until(t.due);
+    const auto start = Clock::now();
     const int r = t.run ? t.run() : kOk;
+    if (t.copy) {  // the copy engine stays busy for its duration
+      std::this_thread::sleep_until(start + t.busy);
+      fake_acl_internal::log_copy(since_epoch(start), since_epoch(Clock::now()), t.bytes);
+    }
     const auto now = Clock::now();
     lock.lock();
     if (r != kOk && f->error == kOk) {  // reported by the next synchronize
@@ -249,9 +299,9 @@ int check_stream(void* stream, FakeStream** out, const char* fn) {
   if (!stream) return fail(kInvalidParam, "null stream");
   FakeStream* f = live_stream(stream);
   if (!f) return fail(kInvalidParam, std::string(fn) + ": not a live stream");
-  if (f->device != current)
+  if (f->device != cur())
     return fail(kStreamContext, std::string(fn) + ": stream of NPU" + std::to_string(f->device) +
-                                    " used while NPU" + std::to_string(current) +
+                                    " used while NPU" + std::to_string(cur()) +
                                     " is current (stream not in current context)");
   *out = f;
   return kOk;
@@ -282,12 +332,14 @@ int check_copy(void* dst, std::size_t dst_max, const void* src, std::size_t coun
   }
   if (kind == 3 && s->device != d->device) {
     // The real runtime's code for this case is not documented: 100000 here.
-    const int by = runner >= 0 ? runner : current;
+    const int by = runner >= 0 ? runner : cur();
     const int other = by == s->device ? d->device : s->device;
     if ((by != s->device && by != d->device) || !st().peers_on.count({by, other}))
       return fail(kInvalidParam, "copy between NPU" + std::to_string(s->device) + " and NPU" +
                                      std::to_string(d->device) + " on NPU" + std::to_string(by) +
                                      " without peer access (aclrtDeviceEnablePeerAccess)");
+    if (!p2p_policy(s->policy) || !p2p_policy(d->policy))
+      advise("inter-NPU copy on memory allocated without ACL_MEM_MALLOC_HUGE_FIRST_P2P");
   }
   if (touched) {
     if (s0) touched->push_back(s0);
@@ -305,6 +357,72 @@ void wait_unused(std::unique_lock<std::mutex>& lock, const char* p, const char* 
   s.cv.wait(lock, [&] { return !s.in_use.count(p); });
 }
 
+// Removes `drop` references to `device` (all: -1); at 0 the NPU is released
+// and no thread has it current any more. Every reset call with streams or
+// events of the NPU alive is a broken rule.
+int reset(std::int32_t device, int drop, const char* fn) {
+  if (int e = enter(fn)) return e;
+  if (device < 0 || device >= devices()) return fail(kInvalidDevice, "no such device");
+  std::lock_guard lock(st().mu);
+  auto& s = st();
+  int streams = 0, events = 0;
+  for (const FakeStream* f : s.streams) streams += f->device == device;
+  for (const FakeEvent* e : s.events) events += e->device == device;
+  if (streams || events)
+    broke(std::string(fn) + "(" + std::to_string(device) + ") with " + std::to_string(streams) +
+          " streams and " + std::to_string(events) + " events of it alive");
+  auto it = s.refs.find(device);
+  if (it == s.refs.end()) return kOk;  // not referenced: nothing to release
+  it->second = drop < 0 ? 0 : it->second - drop;
+  if (it->second <= 0) {
+    s.refs.erase(it);
+    s.released[device].fetch_add(1);
+  }
+  return kOk;
+}
+
+// Waits until `done` (st().mu held through `lock`): forever for timeout -1,
+// else at most timeout_ms. False when it timed out.
+template <class Pred>
+bool wait_up_to(std::unique_lock<std::mutex>& lock, std::int32_t timeout_ms, Pred done) {
+  if (timeout_ms == -1) {
+    st().cv.wait(lock, done);
+    return true;
+  }
+  return st().cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
+}
+
+// Waits for the stream's work; returns (and clears) the first error of it.
+// Needs a current NPU; the stream may belong to another (the runtime
+// switches to it). On a timeout the work stays queued.
+int sync_stream(void* stream, std::int32_t timeout_ms, const char* fn) {
+  if (int e = enter(fn)) return e;
+  if (timeout_ms < -1) return fail(kInvalidParam, std::string(fn) + ": timeout below -1");
+  if (cur() < 0) return fail(kNoContext, std::string(fn) + ": no device set (aclrtSetDevice)");
+  std::unique_lock lock(st().mu);
+  FakeStream* f = live_stream(stream);
+  if (!f) return fail(kInvalidParam, "not a live stream");
+  if (!wait_up_to(lock, timeout_ms, [&] { return f->queue.empty(); }))
+    return fail(kStreamSyncTimeout, std::string(fn) + ": the stream's work did not finish in " +
+                                        std::to_string(timeout_ms) + " ms");
+  const int e = f->error;
+  f->error = kOk;
+  return e ? fail(e, f->error_text) : kOk;
+}
+
+int sync_event(void* event, std::int32_t timeout_ms, const char* fn) {
+  if (int e = enter(fn)) return e;
+  if (!event) return fail(kInvalidParam, "null event");
+  if (timeout_ms < -1) return fail(kInvalidParam, std::string(fn) + ": timeout below -1");
+  std::unique_lock lock(st().mu);
+  auto* ev = static_cast<FakeEvent*>(event);
+  if (!st().events.count(ev)) return fail(kInvalidParam, "not a live event");
+  if (!wait_up_to(lock, timeout_ms, [&] { return ev->done == ev->recorded; }))
+    return fail(kEventSyncTimeout, std::string(fn) + ": the event was not reached in " +
+                                       std::to_string(timeout_ms) + " ms");
+  return kOk;
+}
+
 }  // namespace
 
 extern "C" {
@@ -315,7 +433,7 @@ int fake_acl_stream_device(void* stream) {
   return f ? f->device : -1;
 }
 
-int fake_acl_current_device() { return current; }
+int fake_acl_current_device() { return cur(); }
 
 int fake_acl_enqueue(void* stream, int (*run)(void*), void* arg, const void* const* buffers,
                      std::size_t n_buffers) {
@@ -333,25 +451,6 @@ int fake_acl_enqueue(void* stream, int (*run)(void*), void* arg, const void* con
   return kOk;
 }
 
-void fake_acl_rule_broken(const char* what) {
-  std::lock_guard lock(st().mu);
-  broke(what);
-}
-
-int fake_acl_rules_broken(char* buf, std::size_t n) {
-  std::lock_guard lock(st().mu);
-  if (buf && n) std::snprintf(buf, n, "%s", st().first_broken.c_str());
-  int total = 0;
-  for (const auto& [what, k] : st().broken) total += k;
-  return total;
-}
-
-void fake_acl_clear_rules() {
-  std::lock_guard lock(st().mu);
-  st().broken.clear();
-  st().first_broken.clear();
-}
-
 int aclInit(const char*) {
   if (int e = enter("aclInit", false)) return e;
   std::lock_guard lock(st().mu);
@@ -362,15 +461,19 @@ int aclInit(const char*) {
 }
 
 int aclFinalize() {
-  if (const char* f = std::getenv("FAKE_ACL_FAIL"); f && std::strcmp(f, "aclFinalize") == 0)
-    return fail(kInjected, "aclFinalize: injected failure");
+  if (injected("aclFinalize")) return fail(kInjected, "aclFinalize: injected failure");
   std::lock_guard lock(st().mu);
   auto& s = st();
   if (!s.initialized)
     return s.finalized ? fail(kRepeatFinalize, "aclFinalize called twice")
                        : fail(kUninitialized, "aclInit was not called");
-  for (int d : s.opened) broke("aclFinalize before aclrtResetDevice(" + std::to_string(d) + ")");
+  for (const auto& [d, k] : s.refs)
+    broke("aclFinalize before aclrtResetDevice(" + std::to_string(d) + "): NPU" +
+          std::to_string(d) + " still referenced (" + std::to_string(k) +
+          " aclrtSetDevice calls not reset)");
   if (!s.streams.empty()) broke("aclFinalize with streams alive");
+  for (const auto& [d, k] : s.refs) s.released[d].fetch_add(1);  // every NPU is let go
+  s.refs.clear();
   s.initialized = false;
   s.finalized = true;
   return kOk;
@@ -387,32 +490,26 @@ int aclrtSetDevice(std::int32_t device) {
   if (int e = enter("aclrtSetDevice")) return e;
   if (device < 0 || device >= devices()) return fail(kInvalidDevice, "no such device");
   std::lock_guard lock(st().mu);
-  st().opened.insert(device);
-  current = device;
+  ++st().refs[device];
+  current_set = device;
+  current_release = st().released[device].load();
   return kOk;
 }
 
-int aclrtResetDevice(std::int32_t device) {
-  if (int e = enter("aclrtResetDevice")) return e;
-  if (device < 0 || device >= devices()) return fail(kInvalidDevice, "no such device");
-  std::lock_guard lock(st().mu);
-  auto& s = st();
-  int streams = 0, events = 0;
-  for (const FakeStream* f : s.streams) streams += f->device == device;
-  for (const FakeEvent* e : s.events) events += e->device == device;
-  if (streams || events)
-    broke("aclrtResetDevice(" + std::to_string(device) + ") with " + std::to_string(streams) +
-          " streams and " + std::to_string(events) + " events of it alive");
-  s.opened.erase(device);
-  if (current == device) current = -1;
-  return kOk;
+int aclrtResetDevice(std::int32_t device) { return reset(device, 1, "aclrtResetDevice"); }
+
+#ifndef FAKE_ACL_OLD
+int aclrtResetDeviceForce(std::int32_t device) {
+  return reset(device, -1, "aclrtResetDeviceForce");
 }
+#endif
 
 int aclrtMalloc(void** ptr, std::size_t size, int policy) {
   if (int e = enter("aclrtMalloc")) return e;
   // aclrtMemMallocPolicy 0..7, optionally with ACL_MEM_MALLOC_{LOW,HIGH}_BAND_WIDTH.
   const int base = policy & ~0x1100;
   if (!ptr || size == 0 || base < 0 || base > 7) return fail(kInvalidParam, "bad argument");
+  const int current = cur();
   if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
   std::lock_guard lock(st().mu);
   auto& used = st().used[static_cast<std::size_t>(current)];
@@ -420,7 +517,7 @@ int aclrtMalloc(void** ptr, std::size_t size, int policy) {
   void* p = std::aligned_alloc(512, (size + 511) / 512 * 512);
   if (!p) return fail(kOutOfMemory, "out of host memory");
   used += size;
-  st().allocs[static_cast<const char*>(p)] = {size, current};
+  st().allocs[static_cast<const char*>(p)] = {size, current, base};
   *ptr = p;
   return kOk;
 }
@@ -441,7 +538,7 @@ int aclrtFree(void* ptr) {
 int aclrtMallocHost(void** ptr, std::size_t size) {
   if (int e = enter("aclrtMallocHost")) return e;
   if (!ptr || size == 0) return fail(kInvalidParam, "bad argument");
-  if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
+  if (cur() < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
   void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
   if (!p) return fail(kOutOfMemory, "out of host memory");
   std::lock_guard lock(st().mu);
@@ -463,20 +560,29 @@ int aclrtFreeHost(void* ptr) {
 }
 
 // Synchronous: runs on the calling thread, ordered with no stream (a copy
-// queued on a stream and not synchronized may still be running).
+// queued on a stream and not synchronized may still be running), and
+// blocks it for the copy's duration.
 int aclrtMemcpy(void* dst, std::size_t dst_max, const void* src, std::size_t count, int kind) {
   if (int e = enter("aclrtMemcpy")) return e;
+  if (cur() < 0) return fail(kNoContext, "aclrtMemcpy: no device set (aclrtSetDevice)");
   {
     std::lock_guard lock(st().mu);
     if (int e = check_copy(dst, dst_max, src, count, kind, false, -1, nullptr)) return e;
   }
+  const auto start = Clock::now();
   std::memmove(dst, src, count);
+  std::this_thread::sleep_until(start +
+                                std::chrono::nanoseconds(fake_acl_internal::copy_ns(count)));
+  fake_acl_internal::log_copy(since_epoch(start), since_epoch(Clock::now()), count);
   return kOk;
 }
 
 int aclrtMemcpyAsync(void* dst, std::size_t dst_max, const void* src, std::size_t count, int kind,
                      void* stream) {
   if (int e = enter("aclrtMemcpyAsync")) return e;
+  // The host's cost of a submission, spent before the task is queued.
+  if (const std::int64_t us = fake_acl_internal::submit_us(); us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
   std::lock_guard lock(st().mu);
   FakeStream* f = nullptr;
   if (int e = check_stream(stream, &f, "aclrtMemcpyAsync")) return e;
@@ -486,6 +592,9 @@ int aclrtMemcpyAsync(void* dst, std::size_t dst_max, const void* src, std::size_
     std::memmove(dst, src, count);
     return kOk;
   };
+  t.copy = true;
+  t.bytes = count;
+  t.busy = std::chrono::nanoseconds(fake_acl_internal::copy_ns(count));
   push(f, std::move(t));
   return kOk;
 }
@@ -493,6 +602,7 @@ int aclrtMemcpyAsync(void* dst, std::size_t dst_max, const void* src, std::size_
 int aclrtGetMemInfo(int attr, std::size_t* free, std::size_t* total) {
   if (int e = enter("aclrtGetMemInfo")) return e;
   if (!free || !total || attr < 0 || attr > 11) return fail(kInvalidParam, "bad argument");
+  const int current = cur();
   if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
   // aclrtMemAttr: the HBM kinds (1, 4, 5, 8..11) have the NPU's memory; this
   // NPU has no DDR (0, 2, 3, 6, 7), which reads 0 as on the real part.
@@ -506,6 +616,7 @@ int aclrtGetMemInfo(int attr, std::size_t* free, std::size_t* total) {
 int aclrtCreateStream(void** stream) {
   if (int e = enter("aclrtCreateStream")) return e;
   if (!stream) return fail(kInvalidParam, "null stream");
+  const int current = cur();
   if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
   auto* f = new FakeStream{};
   f->device = current;
@@ -539,22 +650,14 @@ int aclrtDestroyStream(void* stream) {
   return kOk;
 }
 
-// Waits for the stream's work; returns (and clears) the first error of it.
-// The stream may belong to another NPU (the runtime switches to it).
 int aclrtSynchronizeStream(void* stream) {
-  if (int e = enter("aclrtSynchronizeStream")) return e;
-  std::unique_lock lock(st().mu);
-  FakeStream* f = live_stream(stream);
-  if (!f) return fail(kInvalidParam, "not a live stream");
-  st().cv.wait(lock, [&] { return f->queue.empty(); });
-  const int e = f->error;
-  f->error = kOk;
-  return e ? fail(e, f->error_text) : kOk;
+  return sync_stream(stream, -1, "aclrtSynchronizeStream");
 }
 
 int aclrtCreateEvent(void** event) {
   if (int e = enter("aclrtCreateEvent")) return e;
   if (!event) return fail(kInvalidParam, "null event");
+  const int current = cur();
   if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
   auto* ev = new FakeEvent{current};
   std::lock_guard lock(st().mu);
@@ -596,15 +699,27 @@ int aclrtRecordEvent(void* event, void* stream) {
   return kOk;
 }
 
-int aclrtSynchronizeEvent(void* event) {
-  if (int e = enter("aclrtSynchronizeEvent")) return e;
-  if (!event) return fail(kInvalidParam, "null event");
-  std::unique_lock lock(st().mu);
-  auto* ev = static_cast<FakeEvent*>(event);
-  if (!st().events.count(ev)) return fail(kInvalidParam, "not a live event");
-  st().cv.wait(lock, [&] { return ev->done == ev->recorded; });
+int aclrtSynchronizeEvent(void* event) { return sync_event(event, -1, "aclrtSynchronizeEvent"); }
+
+#ifndef FAKE_ACL_OLD
+int aclrtSynchronizeStreamWithTimeout(void* stream, std::int32_t timeout_ms) {
+  return sync_stream(stream, timeout_ms, "aclrtSynchronizeStreamWithTimeout");
+}
+
+int aclrtSynchronizeEventWithTimeout(void* event, std::int32_t timeout_ms) {
+  return sync_event(event, timeout_ms, "aclrtSynchronizeEventWithTimeout");
+}
+
+// Needs aclInit, no current NPU.
+int aclrtGetDevicesTopo(std::uint32_t device, std::uint32_t other, std::uint64_t* value) {
+  if (int e = enter("aclrtGetDevicesTopo")) return e;
+  const auto n = static_cast<std::uint32_t>(devices());
+  if (!value || device >= n || other >= n || device == other)
+    return fail(kInvalidParam, "aclrtGetDevicesTopo: bad device pair");
+  *value = fake_acl_internal::topology(static_cast<int>(device), static_cast<int>(other));
   return kOk;
 }
+#endif
 
 int aclrtQueryEventStatus(void* event, int* status) {
   if (int e = enter("aclrtQueryEventStatus")) return e;
@@ -645,6 +760,7 @@ int aclrtDeviceCanAccessPeer(std::int32_t* can, std::int32_t device, std::int32_
 int aclrtDeviceEnablePeerAccess(std::int32_t peer, std::uint32_t flags) {
   if (int e = enter("aclrtDeviceEnablePeerAccess")) return e;
   if (flags != 0) return fail(kFeatureUnsupported, "flags must be 0");
+  const int current = cur();
   if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
   if (peer < 0 || peer >= devices() || peer == current) return fail(kInvalidParam, "bad peer");
   if (!peer_path(current, peer)) return fail(kRtNotSupported, "no peer path between the NPUs");

@@ -4,7 +4,13 @@
 // and runs later on the stream's worker (fake_runtime.hpp): it publishes
 // this rank's input in its slot, waits for all ranks, computes its own
 // output from the slots, and waits again, so in-place calls are safe.
+// Each rank's slot is 2 GiB of a sparse /dev/shm file: only what a call
+// publishes costs memory (mind /dev/shm's size: a container's default 64 MiB
+// ends a larger call with SIGBUS). A call that publishes more than its slot
+// is HCCL_E_PARA: the fake's limit, not HCCL's (HCCL has no per-call cap).
 // The real library's rules it enforces:
+// - every collective and HcclBatchSendRecv needs a current NPU on the
+//   calling thread (HCCL_E_RUNTIME otherwise, nothing queued);
 // - HcclGetRootInfo takes the current NPU (the root's device, NIC and port
 //   come from it); the root's HcclCommInitRootInfo on another NPU fails;
 // - a communicator belongs to the NPU current at its init, and its
@@ -22,10 +28,17 @@
 // - scatter reads the root's send only (the others' may be null), and a
 //   zero count returns at once, as HCCL's does; alltoallv reads its host
 //   arrays during the call;
+// - buffers aligned to their element size (HCCL_E_PARA otherwise);
 // - HcclCommDestroy with collectives still queued is a broken rule.
-// Buffers are the fake runtime's host memory. FAKE_HCCL_FAIL=<entry point>
-// makes that call return HCCL_E_INTERNAL. Built with -DFAKE_HCCL_OLD it is
-// an older CANN's libhccl, without HcclScatter and HcclAlltoAllV.
+// A batch send/recv whose peer's send does not match its receive fails
+// after the call's last barrier, so the peer is not left waiting.
+// Buffers are the fake runtime's host memory. Knobs: FAKE_HCCL_FAIL=<entry
+// point> makes that call return HCCL_E_INTERNAL (with FAKE_HCCL_FAIL_AFTER=k,
+// only after its first k calls); FAKE_HCCL_STALL=<rank>: that rank's queued
+// work never finishes (its task blocks its stream's worker for ever; the
+// other ranks meet the fake's 120 s barrier deadline). Built with
+// -DFAKE_HCCL_OLD it is an older CANN's libhccl, without HcclScatter and
+// HcclAlltoAllV.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -40,6 +53,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll/fp16.hpp"
@@ -49,7 +63,9 @@ namespace {
 
 constexpr int kOk = 0, kPara = 1, kInternal = 4, kNotSupport = 5, kTimeout = 9, kRuntime = 15;
 constexpr std::size_t kRootInfoBytes = 4108;
-constexpr std::size_t kSlot = 64ULL << 20;  // bytes one rank may publish per call
+// Bytes one rank may publish per call: the fake's limit (HCCL has none),
+// sparse virtual space in the segment.
+constexpr std::size_t kSlot = 2ULL << 30;
 
 struct Header {
   std::atomic<std::uint32_t> arrived;
@@ -75,10 +91,7 @@ struct Comm {
   char* slot(std::uint32_t r) const { return slots + r * kSlot; }
 };
 
-int injected(const char* fn) {
-  const char* f = std::getenv("FAKE_HCCL_FAIL");
-  return f && std::strcmp(f, fn) == 0;
-}
+int injected(const char* fn) { return fake_injected("FAKE_HCCL_FAIL", "FAKE_HCCL_FAIL_AFTER", fn); }
 
 int barrier(Comm& c) {
   Header& h = *c.header;
@@ -242,10 +255,30 @@ bool overlap(const void* a, std::size_t an, const void* b, std::size_t bn) {
   return an && bn && x < y + bn && y < x + an;
 }
 
+// The checks every collective starts with: the injected failure, a current
+// NPU (HCCL's operations refresh the thread's device first), the arguments.
 int check(void* comm, int t, const char* fn) {
   if (injected(fn)) return kInternal;
+  if (fake_acl_current_device() < 0) return kRuntime;
   if (!comm || type_size(t) == 0) return kPara;
   return kOk;
+}
+
+// HCCL's buffers are aligned to their element size (null ones are not looked at).
+bool misaligned(int t, const void* a, const void* b = nullptr) {
+  const std::size_t size = type_size(t);
+  return reinterpret_cast<std::uintptr_t>(a) % size || reinterpret_cast<std::uintptr_t>(b) % size;
+}
+
+// More than a slot: `times` blocks of `count` elements of type t.
+bool over_slot(std::uint64_t count, int t, std::uint64_t times = 1) {
+  return count > kSlot / type_size(t) / times;
+}
+
+// FAKE_HCCL_STALL names this rank.
+bool stalls(const Comm& c) {
+  const char* v = std::getenv("FAKE_HCCL_STALL");
+  return v && *v && std::strtoul(v, nullptr, 10) == c.rank;
 }
 
 // Queues `body` on `stream`, which must be a stream of the communicator's
@@ -255,14 +288,16 @@ int enqueue(Comm& c, void* stream, std::function<int()> body, const void* a, con
   struct Job {
     Comm* c;
     std::function<int()> body;
+    bool stall;
   };
-  auto* job = new Job{&c, std::move(body)};
+  auto* job = new Job{&c, std::move(body), stalls(c)};
   const void* buffers[2] = {a, b};
   ++c.queued;
   const int e = fake_acl_enqueue(
       stream,
       [](void* arg) {
         auto* j = static_cast<Job*>(arg);
+        while (j->stall) std::this_thread::sleep_for(std::chrono::hours(1));  // never finishes
         const int r = j->body();
         --j->c->queued;
         delete j;
@@ -354,6 +389,7 @@ int HcclAllReduce(void* send, void* recv, std::uint64_t count, int t, int op, vo
                   void* stream) {
   if (int e = check(comm, t, "HcclAllReduce")) return e;
   if (!reducible(t, op)) return kNotSupport;
+  if (misaligned(t, send, recv) || over_slot(count, t)) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   return enqueue(
       c, stream,
@@ -368,6 +404,7 @@ int HcclAllReduce(void* send, void* recv, std::uint64_t count, int t, int op, vo
 
 int HcclAllGather(void* send, void* recv, std::uint64_t count, int t, void* comm, void* stream) {
   if (int e = check(comm, t, "HcclAllGather")) return e;
+  if (misaligned(t, send, recv) || over_slot(count, t)) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t bytes = count * type_size(t);
   return enqueue(
@@ -386,6 +423,7 @@ int HcclReduceScatter(void* send, void* recv, std::uint64_t count, int t, int op
   if (int e = check(comm, t, "HcclReduceScatter")) return e;
   if (!reducible(t, op)) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
+  if (misaligned(t, send, recv) || over_slot(count, t, c.n)) return kPara;
   const std::size_t bytes = count * type_size(t);
   if (overlap(send, bytes * c.n, recv, bytes)) return kPara;
   return enqueue(
@@ -403,7 +441,7 @@ int HcclBroadcast(void* buf, std::uint64_t count, int t, std::uint32_t root, voi
                   void* stream) {
   if (int e = check(comm, t, "HcclBroadcast")) return e;
   Comm& c = *static_cast<Comm*>(comm);
-  if (root >= c.n) return kPara;
+  if (root >= c.n || misaligned(t, buf) || over_slot(count, t)) return kPara;
   const std::size_t bytes = count * type_size(t);
   return enqueue(
       c, stream,
@@ -421,7 +459,7 @@ int HcclReduce(void* send, void* recv, std::uint64_t count, int t, int op, std::
   if (int e = check(comm, t, "HcclReduce")) return e;
   if (!reducible(t, op)) return kNotSupport;
   Comm& c = *static_cast<Comm*>(comm);
-  if (root >= c.n) return kPara;
+  if (root >= c.n || misaligned(t, send, recv) || over_slot(count, t)) return kPara;
   return enqueue(
       c, stream,
       [&c, send, recv, count, t, op, root] {
@@ -439,6 +477,7 @@ int HcclAlltoAll(const void* send, std::uint64_t send_count, int send_type, cons
   if (int e = check(comm, send_type, "HcclAlltoAll")) return e;
   if (send_type != recv_type || send_count != recv_count) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
+  if (misaligned(send_type, send, recv) || over_slot(send_count, send_type, c.n)) return kPara;
   const std::size_t bytes = send_count * type_size(send_type);
   if (overlap(send, bytes * c.n, recv, bytes * c.n)) return kPara;
   return enqueue(
@@ -460,10 +499,10 @@ int HcclScatter(void* send, void* recv, std::uint64_t count, int t, std::uint32_
   if (int e = check(comm, t, "HcclScatter")) return e;
   if (count == 0) return kOk;  // HCCL's: success, nothing queued
   Comm& c = *static_cast<Comm*>(comm);
-  if (root >= c.n || !recv) return kPara;
+  if (root >= c.n || !recv || misaligned(t, send, recv)) return kPara;
   const bool is_root = c.rank == root;
   const std::size_t bytes = count * type_size(t);
-  if (bytes * c.n > kSlot) return kPara;  // more than the root may publish, on every rank
+  if (over_slot(count, t, c.n)) return kPara;  // more than the root may publish, on every rank
   if (is_root && (!send || overlap(send, bytes * c.n, recv, bytes))) return kPara;
   return enqueue(
       c, stream,
@@ -482,7 +521,7 @@ int HcclAlltoAllV(const void* send, const void* send_counts, const void* send_di
                   const void* recv, const void* recv_counts, const void* recv_displs, int recv_type,
                   void* comm, void* stream) {
   if (int e = check(comm, send_type, "HcclAlltoAllV")) return e;
-  if (send_type != recv_type) return kPara;
+  if (send_type != recv_type || misaligned(send_type, send, recv)) return kPara;
   if (!send_counts || !send_displs || !recv_counts || !recv_displs) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   const std::size_t size = type_size(send_type);
@@ -498,7 +537,7 @@ int HcclAlltoAllV(const void* send, const void* send_counts, const void* send_di
     if (l[2 * c.n + r])
       recv_bytes = std::max<std::size_t>(recv_bytes, (l[3 * c.n + r] + l[2 * c.n + r]) * size);
   }
-  if ((send_bytes && !send) || (recv_bytes && !recv)) return kPara;
+  if ((send_bytes && !send) || (recv_bytes && !recv) || send_bytes > kSlot) return kPara;
   if (overlap(send, send_bytes, recv, recv_bytes)) return kPara;
   return enqueue(
       c, stream,
@@ -538,22 +577,29 @@ struct Item {  // HcclSendRecvItem
 // One send and one receive per rank (a ring step), as xferbench issues them.
 int HcclBatchSendRecv(void* items, std::uint32_t n, void* comm, void* stream) {
   if (injected("HcclBatchSendRecv")) return kInternal;
+  if (fake_acl_current_device() < 0) return kRuntime;
   if (!items || !comm || n != 2) return kPara;
   Comm& c = *static_cast<Comm*>(comm);
   const Item* it = static_cast<const Item*>(items);
   const Item send = it[0].type == 0 ? it[0] : it[1];
   const Item recv = it[0].type == 1 ? it[0] : it[1];
-  if (send.type != 0 || recv.type != 1 || type_size(send.dtype) == 0) return kPara;
+  if (send.type != 0 || recv.type != 1 || type_size(send.dtype) == 0 || type_size(recv.dtype) == 0)
+    return kPara;
+  if (send.remote >= c.n || recv.remote >= c.n || misaligned(send.dtype, send.buf) ||
+      misaligned(recv.dtype, recv.buf) || over_slot(send.count, send.dtype))
+    return kPara;
   return enqueue(
       c, stream,
       [&c, send, recv] {
         c.header->dest[c.rank] = send.remote;
         if (int e = publish(c, send.buf, send.count * type_size(send.dtype))) return e;
-        if (c.header->dest[recv.remote] != c.rank ||
-            c.header->bytes[recv.remote] != recv.count * type_size(recv.dtype))
-          return kPara;  // the peer's send was not for this receive
-        std::memcpy(recv.buf, c.slot(recv.remote), recv.count * type_size(recv.dtype));
-        return barrier(c);
+        // The peer's send must be for this receive; on a mismatch this rank
+        // still meets the last barrier, so its peer is not left waiting.
+        const bool match = c.header->dest[recv.remote] == c.rank &&
+                           c.header->bytes[recv.remote] == recv.count * type_size(recv.dtype);
+        if (match) std::memcpy(recv.buf, c.slot(recv.remote), recv.count * type_size(recv.dtype));
+        const int e = barrier(c);
+        return match ? e : kPara;
       },
       send.buf, recv.buf);
 }
