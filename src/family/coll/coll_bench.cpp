@@ -143,11 +143,34 @@ RankTimes gather_times(Runtime& rt, const Timed& mine) {
   return all;
 }
 
+// Unwinding out of a (collective, dtype) frees its buffers, and out of
+// time_calls its events: the work the communicator queued on them finishes
+// first (the Ascend review's N11: a runtime frees device memory under queued
+// DMA without waiting, and AscendCL destroys no event whose record waits).
+class QuiesceOnUnwind {
+ public:
+  explicit QuiesceOnUnwind(Communicator& comm) : comm_(comm) {}
+  QuiesceOnUnwind(const QuiesceOnUnwind&) = delete;
+  QuiesceOnUnwind& operator=(const QuiesceOnUnwind&) = delete;
+  ~QuiesceOnUnwind() {
+    if (std::uncaught_exceptions() <= unwinding_) return;
+    try {
+      comm_.synchronize();
+    } catch (...) {  // the error on its way out is the one to report
+    }
+  }
+
+ private:
+  Communicator& comm_;
+  int unwinding_ = std::uncaught_exceptions();
+};
+
 // Each rank's own iterations (pairing iteration i of one rank with
 // iteration i of another would charge back-to-back collectives for the skew
 // between ranks; nccl-tests likewise aggregates per-rank averages), gathered.
 RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const CollConfig& cfg) {
   auto marks = comm.on_stream() ? comm.stream_marks(cfg.iters + 1) : nullptr;  // outside timing
+  const QuiesceOnUnwind quiesce(comm);
   const bool slow = comm.rank() == cfg.slow_rank && cfg.slow_us > 0;
   const auto lag = std::chrono::duration<double, std::micro>(cfg.slow_us);
   rt.barrier(Runtime::Wait::spin);
@@ -280,27 +303,6 @@ Record make_unrun(const CollCase& c, const CollCounts& k, Bytes bytes, bool inpl
   r.set(coll_field::wrong, std::int64_t{-1});  // not checked
   return r;
 }
-
-// Unwinding out of a (collective, dtype) frees its buffers: the work the
-// communicator queued on them finishes first (the Ascend review's N11: a
-// runtime frees device memory under queued DMA without waiting).
-class QuiesceOnUnwind {
- public:
-  explicit QuiesceOnUnwind(Communicator& comm) : comm_(comm) {}
-  QuiesceOnUnwind(const QuiesceOnUnwind&) = delete;
-  QuiesceOnUnwind& operator=(const QuiesceOnUnwind&) = delete;
-  ~QuiesceOnUnwind() {
-    if (std::uncaught_exceptions() <= unwinding_) return;
-    try {
-      comm_.synchronize();
-    } catch (...) {  // the error on its way out is the one to report
-    }
-  }
-
- private:
-  Communicator& comm_;
-  int unwinding_ = std::uncaught_exceptions();
-};
 
 }  // namespace
 
