@@ -125,6 +125,24 @@ TEST(GpuProbe, AFailingGpuTheDriverListsIsBrokenNotAbsent) {
   EXPECT_FALSE(failed_probe("cuda", "GPU", "x", true, (dir / "none").string()).broken);
 }
 
+TEST(NpuProbe, AFailingRuntimeWithNpuDeviceNodesIsBroken) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("xb_dev_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "davinci_manager");  // the manager is no NPU
+  std::filesystem::create_directories(dir / "hisi_hdc");
+  BackendStatus s =
+      failed_probe("ascend", "NPU", "aclInit failed: error 507033", true, dir.string(), "davinci");
+  EXPECT_FALSE(s.broken);
+  EXPECT_EQ(s.reason, "no usable NPU: aclInit failed: error 507033");
+  std::filesystem::create_directories(dir / "davinci0");
+  std::filesystem::create_directories(dir / "davinci1");
+  s = failed_probe("ascend", "NPU", "aclInit failed: error 507033", true, dir.string(), "davinci");
+  EXPECT_TRUE(s.broken);
+  EXPECT_NE(s.reason.find("2 NPUs present"), std::string::npos) << s.reason;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TestSeam, StallsOnlyWhereNamed) {
   ::unsetenv("XFERBENCH_TEST_STALL");
   EXPECT_FALSE(test_stall("copy"));

@@ -302,15 +302,20 @@ BackendStatus probe_ascend() {
   static const BackendStatus status = []() -> BackendStatus {
     const auto& l = ascend::acl();
     if (!l.api) return {"ascend", false, l.error};
+    // A runtime that loads and then fails, where the driver has NPU device
+    // nodes, is a broken NPU (an error), never "no NPU".
+    const auto failed = [](const std::string& why) {
+      return failed_probe("ascend", "NPU", why, true, "/dev", "davinci");
+    };
     const ascend::aclError init = l.api->aclInit(nullptr);
     if (init != ascend::kAclSuccess && init != ascend::kAclRepeatInitialize)
-      return {"ascend", false, ascend::acl_error_text("aclInit", init)};
+      return failed(ascend::acl_error_text("aclInit", init));
     // Finalized by finish_backends() at the end of main, never at exit:
     // AscendCL must not be finalized from destructors or exit handlers.
     ascend::g_initialized = init == ascend::kAclSuccess;
     std::uint32_t n = 0;
     if (const ascend::aclError e = l.api->aclrtGetDeviceCount(&n); e != ascend::kAclSuccess)
-      return {"ascend", false, ascend::acl_error_text("aclrtGetDeviceCount", e)};
+      return failed(ascend::acl_error_text("aclrtGetDeviceCount", e));
     if (n == 0) {
       const char* vis = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
       return {"ascend", false,

@@ -28,12 +28,21 @@ std::vector<Support> peer_matrix(int n, const std::function<Support(int src, int
 }
 
 BackendStatus failed_probe(const std::string& backend, const char* unit, const std::string& error,
-                           bool absence, const std::string& driver_dir) {
+                           bool absence, const std::string& driver_dir,
+                           const std::string& node_prefix) {
+  // An entry of the directory, or with a prefix a device node: the prefix
+  // and a number ("davinci3", not "davinci_manager").
+  const auto names_device = [&](const std::string& name) {
+    if (node_prefix.empty()) return true;
+    return name.size() > node_prefix.size() && name.rfind(node_prefix, 0) == 0 &&
+           std::all_of(name.begin() + static_cast<std::ptrdiff_t>(node_prefix.size()), name.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
   std::size_t listed = 0;
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(driver_dir, ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    ++listed;
+    listed += names_device(it->path().filename().string());
   if (absence && listed == 0)
     return {backend, false, fmt::format("no usable {}: {}", unit, error), false};
   return {backend, false,

@@ -45,9 +45,11 @@ int resident_blocks(int per_sm, int sms, const char* mps_percentage);
 // the hardware is there and its runtime refuses it (fabric manager down,
 // driver mismatch, a GPU wedged by an Xid), which must read as an error,
 // not as "no GPU" (the CUDA review's N7).
-// `unit` names one device ("GPU").
+// `unit` names one device ("GPU"). With `node_prefix`, only the entries
+// named prefix + number count (Ascend's /dev/davinciN nodes).
 BackendStatus failed_probe(const std::string& backend, const char* unit, const std::string& error,
-                           bool absence, const std::string& driver_dir);
+                           bool absence, const std::string& driver_dir,
+                           const std::string& node_prefix = "");
 
 // Thread blocks of one leg of a batch of SM-kernel copies that start
 // together (Copier::run). `threads` > 0 (--threads): that many, as asked.
