@@ -33,6 +33,7 @@ std::vector<Stamp> copy_log() {
   std::vector<double> raw(3 * 256);
   const int n = std::min(fn(raw.data(), 256), 256);
   std::vector<Stamp> out;
+  out.reserve(static_cast<std::size_t>(std::max(n, 0)));
   for (int i = 0; i < n; ++i) out.push_back({raw[3 * i], raw[3 * i + 1], raw[3 * i + 2]});
   return out;
 }
