@@ -1,8 +1,9 @@
 // A fake AscendCL runtime for tests, built as libascendcl.so (with
-// fake_acl_record.cpp): the entry points the Ascend backend opens,
-// implemented on host memory, as strict as the real runtime where the real
-// one has a rule (docs/backends.md, Ascend section lists them; error codes
-// are the real ones unless a comment says otherwise):
+// fake_acl_stream.cpp, its streams and events, and fake_acl_record.cpp; the
+// state they share is in fake_acl_internal.hpp): the entry points the Ascend
+// backend opens, implemented on host memory, as strict as the real runtime
+// where the real one has a rule (docs/backends.md, Ascend section lists
+// them; error codes are the real ones unless a comment says otherwise):
 // - a current NPU per thread (aclrtSetDevice); streams and events belong to
 //   the NPU current when they were made, and recording, copying on or
 //   destroying a stream of another NPU than the current one answers 107003
@@ -49,107 +50,34 @@
 // aclrtSynchronizeStreamWithTimeout and aclrtSynchronizeEventWithTimeout.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
+#include "fake_acl_internal.hpp"
 #include "fake_runtime.hpp"
 
-namespace {
+namespace fake_acl_rt {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr int kOk = 0;
-constexpr int kInvalidParam = 100000;        // ACL_ERROR_INVALID_PARAM
-constexpr int kUninitialized = 100001;       // ACL_ERROR_UNINITIALIZE
-constexpr int kRepeatInit = 100002;          // ACL_ERROR_REPEAT_INITIALIZE
-constexpr int kRepeatFinalize = 100037;      // ACL_ERROR_REPEAT_FINALIZE
-constexpr int kFeatureUnsupported = 200006;  // ACL_ERROR_FEATURE_UNSUPPORTED
-constexpr int kInvalidDevice = 107001;       // ACL_ERROR_RT_INVALID_DEVICEID
-constexpr int kNoContext = 107002;           // ACL_ERROR_RT_CONTEXT_NULL
-constexpr int kStreamContext = 107003;       // ACL_ERROR_RT_STREAM_CONTEXT
-constexpr int kRtNotSupported = 207000;      // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr int kOutOfMemory = 207001;         // ACL_ERROR_RT_MEMORY_ALLOCATION
-constexpr int kInjected = 507000;            // ACL_ERROR_RT_INTERNAL_ERROR
-constexpr int kStreamSyncTimeout = 507046;   // ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
-constexpr int kEventSyncTimeout = 507047;    // ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
-constexpr int kMaxDevices = 256;             // the fake's limit
-
-struct Alloc {
-  std::size_t size;
-  int device;      // -1: page-locked host memory
-  int policy = 0;  // aclrtMemMallocPolicy, without the bandwidth flags
-};
-
-// ACL_MEM_MALLOC_HUGE_FIRST_P2P, HUGE_ONLY_P2P, NORMAL_ONLY_P2P (3..5) and
-// HUGE1G_ONLY_P2P (7), from acl_rt.h's aclrtMemMallocPolicy.
-bool p2p_policy(int policy) { return (policy >= 3 && policy <= 5) || policy == 7; }
-
-struct FakeEvent {
-  int device;
-  std::uint64_t recorded = 0;  // how many times recorded
-  std::uint64_t done = 0;      // the latest record the stream has reached
-  int pending = 0;             // records queued, not reached
-  Clock::time_point when{};
-};
-
-struct Task {
-  std::function<int()> run;    // may be empty (an event mark)
-  FakeEvent* event = nullptr;  // stamped when reached
-  std::uint64_t record = 0;
-  std::vector<const char*> buffers;  // allocation starts the work touches
-  Clock::time_point due;
-  bool copy = false;  // a copy: logged, and lasts `busy`
-  std::size_t bytes = 0;
-  Clock::duration busy{};
-};
-
-struct FakeStream {
-  int device;
-  std::deque<Task> queue;  // the front is running
-  bool stop = false;
-  int error = 0;
-  std::string error_text;
-  std::thread worker;
-};
-
-struct State {
-  std::mutex mu;
-  std::condition_variable cv;  // any task finished
-  bool initialized = false, finalized = false;
-  std::map<const char*, Alloc, std::less<>> allocs;  // by start address
-  std::multiset<const char*> in_use;                 // allocations queued work touches
-  std::vector<std::size_t> used;
-  std::set<FakeStream*> streams;
-  std::set<FakeEvent*> events;
-  std::map<int, int> refs;                 // NPU -> aclrtSetDevice calls not reset
-  std::set<std::pair<int, int>> peers_on;  // (current, peer) access enabled
-  // How many times each NPU was released: a thread's current NPU is valid
-  // while the count it saw at aclrtSetDevice is still the count.
-  std::atomic<std::uint64_t> released[kMaxDevices] = {};
-};
 // Never destroyed: leaked streams' workers may still wait on its mutex at exit.
 State& st() {
   static State* s = new State;
   return *s;
 }
+
+namespace {
 // Initial-exec TLS: no dynamic TLS blocks in this dlopen'd library, whose
 // handling crashes LeakSanitizer's tracer at exit in some memory layouts
 // ("Tracer caught signal 11") under the ASan build.
 __attribute__((tls_model("initial-exec"))) thread_local int current_set = -1;
 __attribute__((tls_model("initial-exec"))) thread_local std::uint64_t current_release = 0;
 __attribute__((tls_model("initial-exec"))) thread_local std::string last_error;
+}  // namespace
 
 // The calling thread's current NPU: the one it set last, unless released since.
 int cur() {
@@ -164,7 +92,13 @@ int fail(int code, const std::string& why) {
 
 // The record of rules broken and advice is fake_acl_record.cpp's.
 void broke(const std::string& what) { fake_acl_rule_broken(what.c_str()); }
+
+namespace {
 void advise(const std::string& what) { fake_acl_internal::advise(what.c_str()); }
+
+// ACL_MEM_MALLOC_HUGE_FIRST_P2P, HUGE_ONLY_P2P, NORMAL_ONLY_P2P (3..5) and
+// HUGE1G_ONLY_P2P (7), from acl_rt.h's aclrtMemMallocPolicy.
+bool p2p_policy(int policy) { return (policy >= 3 && policy <= 5) || policy == 7; }
 
 // At exit: every broken rule and advice, and the streams never destroyed.
 struct Reporter {
@@ -197,11 +131,6 @@ std::size_t hbm() {
   return v ? std::strtoull(v, nullptr, 10) : (4ULL << 30);
 }
 
-std::chrono::microseconds latency() {
-  const char* v = std::getenv("FAKE_ASCEND_LATENCY_US");
-  return std::chrono::microseconds(v ? std::strtoll(v, nullptr, 10) : 50);
-}
-
 // FAKE_ASCEND_NO_PEER=0-1,2-3: these pairs (both ways) have no peer path.
 bool peer_path(int a, int b) {
   const char* v = std::getenv("FAKE_ASCEND_NO_PEER");
@@ -222,16 +151,17 @@ bool peer_path(int a, int b) {
 
 // FAKE_ACL_FAIL names `fn` (and its first FAKE_ACL_FAIL_AFTER calls are over).
 bool injected(const char* fn) { return fake_injected("FAKE_ACL_FAIL", "FAKE_ACL_FAIL_AFTER", fn); }
+}  // namespace
 
 // Returns an error code for calls that must not run now, else 0.
-int enter(const char* fn, bool needs_init = true) {
+int enter(const char* fn, bool needs_init) {
   if (injected(fn)) return fail(kInjected, std::string(fn) + ": injected failure");
   if (needs_init && !st().initialized) return fail(kUninitialized, "aclInit was not called");
   return kOk;
 }
 
 // The allocation holding [p, p+n) and its start, or nullptr. st().mu held.
-const Alloc* find(const void* p, std::size_t n, const char** start = nullptr) {
+const Alloc* find(const void* p, std::size_t n, const char** start) {
   auto& s = st();
   const auto* c = static_cast<const char*>(p);
   auto it = s.allocs.upper_bound(c);
@@ -242,70 +172,11 @@ const Alloc* find(const void* p, std::size_t n, const char** start = nullptr) {
   return &it->second;
 }
 
-FakeStream* live_stream(void* p) {  // st().mu held
-  auto* f = static_cast<FakeStream*>(p);
-  return st().streams.count(f) ? f : nullptr;
-}
-
 std::int64_t since_epoch(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-void work(FakeStream* f) {
-  auto& s = st();
-  std::unique_lock lock(s.mu);
-  for (;;) {
-    s.cv.wait(lock, [&] { return f->stop || !f->queue.empty(); });
-    if (f->queue.empty()) return;
-    Task& t = f->queue.front();
-    lock.unlock();
-    std::this_thread::sleep_until(t.due);
-    const auto start = Clock::now();
-    const int r = t.run ? t.run() : kOk;
-    if (t.copy) {  // the copy engine stays busy for its duration
-      std::this_thread::sleep_until(start + t.busy);
-      fake_acl_internal::log_copy(since_epoch(start), since_epoch(Clock::now()), t.bytes);
-    }
-    const auto now = Clock::now();
-    lock.lock();
-    if (r != kOk && f->error == kOk) {  // reported by the next synchronize
-      f->error = kInjected;
-      f->error_text = "work queued on the stream failed (its error " + std::to_string(r) + ")";
-    }
-    if (t.event) {
-      --t.event->pending;
-      if (t.record > t.event->done) {
-        t.event->done = t.record;
-        t.event->when = now;
-      }
-    }
-    for (const char* b : t.buffers) s.in_use.erase(s.in_use.find(b));
-    f->queue.pop_front();
-    s.cv.notify_all();
-  }
-}
-
-// Queues a task on a live stream. st().mu held.
-void push(FakeStream* f, Task t) {
-  t.due = Clock::now() + latency();
-  for (const char* b : t.buffers) st().in_use.insert(b);
-  f->queue.push_back(std::move(t));
-  st().cv.notify_all();
-}
-
-// The stream must belong to the current NPU (the real runtime's rule for
-// work issued on a stream). st().mu held.
-int check_stream(void* stream, FakeStream** out, const char* fn) {
-  if (!stream) return fail(kInvalidParam, "null stream");
-  FakeStream* f = live_stream(stream);
-  if (!f) return fail(kInvalidParam, std::string(fn) + ": not a live stream");
-  if (f->device != cur())
-    return fail(kStreamContext, std::string(fn) + ": stream of NPU" + std::to_string(f->device) +
-                                    " used while NPU" + std::to_string(cur()) +
-                                    " is current (stream not in current context)");
-  *out = f;
-  return kOk;
-}
+namespace {
 
 // A copy's arguments; for copies between two NPUs, the peer access from the
 // NPU that runs it (`runner`, -1 for a synchronous copy: the current one).
@@ -381,75 +252,14 @@ int reset(std::int32_t device, int drop, const char* fn) {
   return kOk;
 }
 
-// Waits until `done` (st().mu held through `lock`): forever for timeout -1,
-// else at most timeout_ms. False when it timed out.
-template <class Pred>
-bool wait_up_to(std::unique_lock<std::mutex>& lock, std::int32_t timeout_ms, Pred done) {
-  if (timeout_ms == -1) {
-    st().cv.wait(lock, done);
-    return true;
-  }
-  return st().cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
-}
-
-// Waits for the stream's work; returns (and clears) the first error of it.
-// Needs a current NPU; the stream may belong to another (the runtime
-// switches to it). On a timeout the work stays queued.
-int sync_stream(void* stream, std::int32_t timeout_ms, const char* fn) {
-  if (int e = enter(fn)) return e;
-  if (timeout_ms < -1) return fail(kInvalidParam, std::string(fn) + ": timeout below -1");
-  if (cur() < 0) return fail(kNoContext, std::string(fn) + ": no device set (aclrtSetDevice)");
-  std::unique_lock lock(st().mu);
-  FakeStream* f = live_stream(stream);
-  if (!f) return fail(kInvalidParam, "not a live stream");
-  if (!wait_up_to(lock, timeout_ms, [&] { return f->queue.empty(); }))
-    return fail(kStreamSyncTimeout, std::string(fn) + ": the stream's work did not finish in " +
-                                        std::to_string(timeout_ms) + " ms");
-  const int e = f->error;
-  f->error = kOk;
-  return e ? fail(e, f->error_text) : kOk;
-}
-
-int sync_event(void* event, std::int32_t timeout_ms, const char* fn) {
-  if (int e = enter(fn)) return e;
-  if (!event) return fail(kInvalidParam, "null event");
-  if (timeout_ms < -1) return fail(kInvalidParam, std::string(fn) + ": timeout below -1");
-  std::unique_lock lock(st().mu);
-  auto* ev = static_cast<FakeEvent*>(event);
-  if (!st().events.count(ev)) return fail(kInvalidParam, "not a live event");
-  if (!wait_up_to(lock, timeout_ms, [&] { return ev->done == ev->recorded; }))
-    return fail(kEventSyncTimeout, std::string(fn) + ": the event was not reached in " +
-                                       std::to_string(timeout_ms) + " ms");
-  return kOk;
-}
-
 }  // namespace
+}  // namespace fake_acl_rt
+
+using namespace fake_acl_rt;
 
 extern "C" {
 
-int fake_acl_stream_device(void* stream) {
-  std::lock_guard lock(st().mu);
-  const FakeStream* f = live_stream(stream);
-  return f ? f->device : -1;
-}
-
 int fake_acl_current_device() { return cur(); }
-
-int fake_acl_enqueue(void* stream, int (*run)(void*), void* arg, const void* const* buffers,
-                     std::size_t n_buffers) {
-  std::lock_guard lock(st().mu);
-  // A library's work runs in the stream's own context: any live stream.
-  FakeStream* f = live_stream(stream);
-  if (!f) return fail(kInvalidParam, "enqueue: not a live stream");
-  Task t;
-  t.run = [run, arg] { return run(arg); };
-  for (std::size_t i = 0; i < n_buffers; ++i) {
-    const char* start = nullptr;
-    if (buffers[i] && find(buffers[i], 1, &start)) t.buffers.push_back(start);
-  }
-  push(f, std::move(t));
-  return kOk;
-}
 
 int aclInit(const char*) {
   if (int e = enter("aclInit", false)) return e;
@@ -612,104 +422,7 @@ int aclrtGetMemInfo(int attr, std::size_t* free, std::size_t* total) {
   *free = is_hbm ? hbm() - st().used[static_cast<std::size_t>(current)] : 0;
   return kOk;
 }
-
-int aclrtCreateStream(void** stream) {
-  if (int e = enter("aclrtCreateStream")) return e;
-  if (!stream) return fail(kInvalidParam, "null stream");
-  const int current = cur();
-  if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
-  auto* f = new FakeStream{};
-  f->device = current;
-  {
-    std::lock_guard lock(st().mu);
-    st().streams.insert(f);
-  }
-  f->worker = std::thread(work, f);
-  *stream = f;
-  return kOk;
-}
-
-int aclrtDestroyStream(void* stream) {
-  if (int e = enter("aclrtDestroyStream")) return e;
-  std::unique_lock lock(st().mu);
-  FakeStream* f = nullptr;
-  if (int e = check_stream(stream, &f, "aclrtDestroyStream")) {
-    if (e == kStreamContext) broke("aclrtDestroyStream from another NPU than the stream's");
-    return e;
-  }
-  if (!f->queue.empty()) {
-    broke("aclrtDestroyStream with work still queued (no aclrtSynchronizeStream first)");
-    st().cv.wait(lock, [&] { return f->queue.empty(); });
-  }
-  st().streams.erase(f);
-  f->stop = true;
-  st().cv.notify_all();
-  lock.unlock();
-  f->worker.join();
-  delete f;
-  return kOk;
-}
-
-int aclrtSynchronizeStream(void* stream) {
-  return sync_stream(stream, -1, "aclrtSynchronizeStream");
-}
-
-int aclrtCreateEvent(void** event) {
-  if (int e = enter("aclrtCreateEvent")) return e;
-  if (!event) return fail(kInvalidParam, "null event");
-  const int current = cur();
-  if (current < 0) return fail(kNoContext, "no device set (aclrtSetDevice)");
-  auto* ev = new FakeEvent{current};
-  std::lock_guard lock(st().mu);
-  st().events.insert(ev);
-  *event = ev;
-  return kOk;
-}
-
-int aclrtDestroyEvent(void* event) {
-  if (int e = enter("aclrtDestroyEvent")) return e;
-  if (!event) return fail(kInvalidParam, "null event");
-  std::unique_lock lock(st().mu);
-  auto* ev = static_cast<FakeEvent*>(event);
-  if (!st().events.count(ev)) return fail(kInvalidParam, "not a live event");
-  if (ev->pending) {
-    broke("aclrtDestroyEvent while its record is still queued");
-    st().cv.wait(lock, [&] { return ev->pending == 0; });
-  }
-  st().events.erase(ev);
-  delete ev;
-  return kOk;
-}
-
-int aclrtRecordEvent(void* event, void* stream) {
-  if (int e = enter("aclrtRecordEvent")) return e;
-  if (!event) return fail(kInvalidParam, "null event");
-  std::lock_guard lock(st().mu);
-  FakeStream* f = nullptr;
-  if (int e = check_stream(stream, &f, "aclrtRecordEvent")) return e;
-  auto* ev = static_cast<FakeEvent*>(event);
-  if (!st().events.count(ev)) return fail(kInvalidParam, "not a live event");
-  if (ev->device != f->device)
-    return fail(kInvalidParam, "event and stream belong to different devices");
-  Task t;
-  t.event = ev;
-  t.record = ++ev->recorded;
-  ++ev->pending;
-  push(f, std::move(t));
-  return kOk;
-}
-
-int aclrtSynchronizeEvent(void* event) { return sync_event(event, -1, "aclrtSynchronizeEvent"); }
-
 #ifndef FAKE_ACL_OLD
-int aclrtSynchronizeStreamWithTimeout(void* stream, std::int32_t timeout_ms) {
-  return sync_stream(stream, timeout_ms, "aclrtSynchronizeStreamWithTimeout");
-}
-
-int aclrtSynchronizeEventWithTimeout(void* event, std::int32_t timeout_ms) {
-  return sync_event(event, timeout_ms, "aclrtSynchronizeEventWithTimeout");
-}
-
 // Needs aclInit, no current NPU.
 int aclrtGetDevicesTopo(std::uint32_t device, std::uint32_t other, std::uint64_t* value) {
   if (int e = enter("aclrtGetDevicesTopo")) return e;
@@ -717,33 +430,6 @@ int aclrtGetDevicesTopo(std::uint32_t device, std::uint32_t other, std::uint64_t
   if (!value || device >= n || other >= n || device == other)
     return fail(kInvalidParam, "aclrtGetDevicesTopo: bad device pair");
   *value = fake_acl_internal::topology(static_cast<int>(device), static_cast<int>(other));
-  return kOk;
-}
-#endif
-
-int aclrtQueryEventStatus(void* event, int* status) {
-  if (int e = enter("aclrtQueryEventStatus")) return e;
-  if (!event || !status) return fail(kInvalidParam, "null argument");
-  std::lock_guard lock(st().mu);
-  auto* ev = static_cast<FakeEvent*>(event);
-  if (!st().events.count(ev)) return fail(kInvalidParam, "not a live event");
-  *status = ev->recorded && ev->done == ev->recorded ? 1 : 0;
-  return kOk;
-}
-
-#ifndef FAKE_ACL_OMIT_ELAPSED
-int aclrtEventElapsedTime(float* ms, void* start, void* end) {
-  if (int e = enter("aclrtEventElapsedTime")) return e;
-  if (!ms || !start || !end) return fail(kInvalidParam, "null argument");
-  std::lock_guard lock(st().mu);
-  auto* a = static_cast<FakeEvent*>(start);
-  auto* b = static_cast<FakeEvent*>(end);
-  if (!st().events.count(a) || !st().events.count(b))
-    return fail(kInvalidParam, "not a live event");
-  // Both must have completed (the real code for this is not documented).
-  if (!a->recorded || !b->recorded || a->done != a->recorded || b->done != b->recorded)
-    return fail(kInvalidParam, "event not recorded or not complete");
-  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
   return kOk;
 }
 #endif

@@ -32,7 +32,7 @@
 namespace {
 
 struct Record {
-  std::mutex mu;                              // taken inside fake_acl.cpp's, never around it
+  std::mutex mu;                              // taken inside the runtime's, never around it
   std::map<std::string, int> broken, advice;  // message -> times
   std::string first_broken, first_advice;
 };

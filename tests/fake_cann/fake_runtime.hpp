@@ -1,8 +1,9 @@
 #pragma once
 // What the fake HCCL and the tests reach inside the fake AscendCL
-// (tests/fake_cann/fake_acl.cpp, fake_acl_record.cpp): streams that run their
-// work on a worker thread, the record of rules broken without an error a
-// caller sees, the advice not followed, and the log of copies.
+// (tests/fake_cann/fake_acl.cpp, fake_acl_stream.cpp, fake_acl_record.cpp):
+// streams that run their work on a worker thread, the record of rules broken
+// without an error a caller sees, the advice not followed, and the log of
+// copies.
 #include <cstddef>
 #include <cstdint>
 
@@ -51,7 +52,8 @@ int fake_injected(const char* fail_env, const char* after_env, const char* fn);
 
 }  // extern "C"
 
-// Between the fake AscendCL's own files (fake_acl.cpp and fake_acl_record.cpp).
+// Between the fake AscendCL's own files: its runtime (fake_acl.cpp,
+// fake_acl_stream.cpp) and its record (fake_acl_record.cpp).
 namespace fake_acl_internal {
 // Counts advice not followed (fake_acl_advice).
 void advise(const char* what);
