@@ -22,6 +22,7 @@
 #include "backend/ascend/ascend_internal.hpp"
 #include "coll/communicator.hpp"
 #include "core/error.hpp"
+#include "fake_test.hpp"
 #include "family/copy/copy_bench.hpp"
 #include "runtime/runtime.hpp"
 
@@ -112,39 +113,6 @@ TEST(Ascend, DeviceMemoryIsAccountedAndExhaustionIsAnError) {
 }
 
 // ---- the fake's rules -------------------------------------------------------
-
-// The fake's own entry points (fake_runtime.hpp), found in the loaded library.
-int rules_broken(std::string* first = nullptr) {
-  using Fn = int (*)(char*, std::size_t);
-  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "fake_acl_rules_broken"));
-  if (!fn) return -1;
-  char buf[512] = {};
-  const int n = fn(buf, sizeof buf);
-  if (first) *first = buf;
-  return n;
-}
-void clear_rules() {
-  auto fn = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "fake_acl_clear_rules"));
-  ASSERT_NE(fn, nullptr);
-  fn();
-}
-
-constexpr int kStreamContext = 107003, kNoContext = 107002;
-
-// The runtime, initialised, with the fake's rules read from a clean slate.
-const ascend::AclApi& acl_up() {
-  EXPECT_TRUE(probe_ascend().available);
-  return ascend::api();
-}
-
-struct DeviceMemory {
-  void* p = nullptr;
-  DeviceMemory(int device, std::size_t n) {
-    EXPECT_EQ(ascend::api().aclrtSetDevice(device), 0);
-    EXPECT_EQ(ascend::api().aclrtMalloc(&p, n, 0), 0);
-  }
-  ~DeviceMemory() { (void)ascend::api().aclrtFree(p); }
-};
 
 TEST(FakeRules, AnEventRecordedWithAnotherNpuCurrentIs107003) {
   const auto& a = acl_up();

@@ -28,49 +28,15 @@
 #include "backend/ascend/ascend_backend.hpp"
 #include "backend/ascend/ascend_internal.hpp"
 #include "fake_runtime.hpp"
+#include "fake_test.hpp"
 
 namespace xb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kNoContext = 107002, kInvalidParam = 100000, kInjected = 507000;
-constexpr int kStreamSyncTimeout = 507046, kEventSyncTimeout = 507047;
-constexpr int kHcclPara = 1, kHcclInternal = 4, kHcclRuntime = 15;
-
-// An entry point of the loaded fake, by name (nullptr when it lacks it).
-template <class Fn>
-Fn sym(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
-}
 using TopoFn = int (*)(std::uint32_t, std::uint32_t, std::uint64_t*);
 using ForceFn = int (*)(std::int32_t);
 using SyncWithTimeoutFn = int (*)(void*, std::int32_t);
-
-int rules_broken(std::string* first = nullptr) {
-  auto fn = sym<decltype(&fake_acl_rules_broken)>("fake_acl_rules_broken");
-  if (!fn) return -1;
-  char buf[512] = {};
-  const int n = fn(buf, sizeof buf);
-  if (first) *first = buf;
-  return n;
-}
-int advice(std::string* first = nullptr) {
-  auto fn = sym<decltype(&fake_acl_advice)>("fake_acl_advice");
-  if (!fn) return -1;
-  char buf[512] = {};
-  const int n = fn(buf, sizeof buf);
-  if (first) *first = buf;
-  return n;
-}
-void clear_rules() {
-  auto fn = sym<decltype(&fake_acl_clear_rules)>("fake_acl_clear_rules");
-  ASSERT_NE(fn, nullptr);
-  fn();
-}
-int current_device() {
-  auto fn = sym<decltype(&fake_acl_current_device)>("fake_acl_current_device");
-  return fn ? fn() : -2;
-}
 
 // One logged copy: microseconds on steady_clock, and its bytes.
 struct Copy {
@@ -93,22 +59,6 @@ double now_us() {
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
-
-// The runtime, initialised.
-const ascend::AclApi& acl_up() {
-  EXPECT_TRUE(probe_ascend().available);
-  return ascend::api();
-}
-
-// aclrtMalloc on `device` (made current), freed at the end of the scope.
-struct DeviceMemory {
-  void* p = nullptr;
-  DeviceMemory(int device, std::size_t n, int policy = 0) {
-    EXPECT_EQ(ascend::api().aclrtSetDevice(device), 0);
-    EXPECT_EQ(ascend::api().aclrtMalloc(&p, n, policy), 0);
-  }
-  ~DeviceMemory() { (void)ascend::api().aclrtFree(p); }
-};
 
 // ---- G1: reference-counted NPUs --------------------------------------------
 
