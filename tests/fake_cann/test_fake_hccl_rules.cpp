@@ -1,13 +1,17 @@
 // The fake HCCL's rules on one rank (tests/fake_cann/fake_hccl.cpp lists
 // them), straight through the C API as the backend loads it (ascend::hccl()):
 // a current NPU on the calling thread, a stalled rank, a failure after the
-// first calls, no 64 MiB cap, HCCL's alignment. Each test fails without its
-// rule. (Each test runs in a process of its own under ctest.)
+// first calls, no 64 MiB cap, HCCL's alignment, the root info and the
+// communicator on the NPU current at their making (an order the backend used
+// to get wrong), scatter's and alltoallv's overlaps, nulls and roots. Each
+// test fails without its rule. (Each test runs in a process of its own under
+// ctest.)
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -155,6 +159,119 @@ TEST(FakeRules, HcclBuffersAreAlignedToTheirElementSize) {
   EXPECT_EQ(c.h.HcclAllReduce(p + 2, p + 66, 4, ascend::kHcclFp16, kHcclSum, c.comm, c.stream), 0);
   c.finish();
   EXPECT_EQ(rules_broken(), 0);
+}
+
+// ---- the root info and its NPU, scatter and alltoallv ---------------------
+
+TEST(FakeRules, TheRootInfoTakesTheCurrentNpuAndItsInitMustMatch) {
+  acl_up();
+  const auto* h = ascend::hccl().api;
+  ASSERT_NE(h, nullptr) << ascend::hccl().error;
+  const auto& a = ascend::api();
+  // The old order: root info made with NPU1 current (the backend
+  // constructor's last), the communicator then made on NPU0.
+  ascend::HcclRootInfo info{};
+  ASSERT_EQ(a.aclrtSetDevice(1), 0);
+  ASSERT_EQ(h->HcclGetRootInfo(&info), 0);
+  ASSERT_EQ(a.aclrtSetDevice(0), 0);
+  ascend::HcclComm comm = nullptr;
+  EXPECT_EQ(h->HcclCommInitRootInfo(1, &info, 0, &comm), 1);  // HCCL_E_PARA
+  ASSERT_EQ(h->HcclGetRootInfo(&info), 0);
+  ASSERT_EQ(h->HcclCommInitRootInfo(1, &info, 0, &comm), 0);
+  // Its collectives take a stream of its NPU; prod takes no bf16.
+  DeviceMemory buf(0, 4096);
+  void *own = nullptr, *other = nullptr;
+  ASSERT_EQ(a.aclrtCreateStream(&own), 0);
+  ASSERT_EQ(a.aclrtSetDevice(1), 0);
+  ASSERT_EQ(a.aclrtCreateStream(&other), 0);
+  EXPECT_EQ(h->HcclAllReduce(buf.p, buf.p, 16, ascend::kHcclFp32, ascend::kHcclSum, comm, other),
+            15);  // HCCL_E_RUNTIME
+  EXPECT_EQ(a.aclrtDestroyStream(other), 0);
+  ASSERT_EQ(a.aclrtSetDevice(0), 0);
+  EXPECT_EQ(h->HcclAllReduce(buf.p, buf.p, 16, ascend::kHcclBf16, ascend::kHcclProd, comm, own),
+            5);  // HCCL_E_NOT_SUPPORT
+  EXPECT_EQ(h->HcclAllReduce(buf.p, buf.p, 16, ascend::kHcclFp32, ascend::kHcclSum, comm, own), 0);
+  EXPECT_EQ(a.aclrtSynchronizeStream(own), 0);
+  EXPECT_EQ(h->HcclCommDestroy(comm), 0);
+  EXPECT_EQ(a.aclrtDestroyStream(own), 0);
+  EXPECT_EQ(rules_broken(), 0);
+}
+
+// A 1-rank HCCL communicator of NPU0 made straight through the API, with a
+// stream of its NPU.
+struct ApiComm {
+  const ascend::AclApi& a = acl_up();
+  const ascend::HcclApi& h = *ascend::hccl().api;
+  ascend::HcclComm comm = nullptr;
+  void* stream = nullptr;
+  ApiComm() {
+    ascend::HcclRootInfo info{};
+    EXPECT_EQ(a.aclrtSetDevice(0), 0);
+    EXPECT_EQ(h.HcclGetRootInfo(&info), 0);
+    EXPECT_EQ(h.HcclCommInitRootInfo(1, &info, 0, &comm), 0);
+    EXPECT_EQ(a.aclrtCreateStream(&stream), 0);
+  }
+  ~ApiComm() {
+    EXPECT_EQ(a.aclrtSetDevice(0), 0);
+    EXPECT_EQ(a.aclrtSynchronizeStream(stream), 0);
+    EXPECT_EQ(h.HcclCommDestroy(comm), 0);
+    EXPECT_EQ(a.aclrtDestroyStream(stream), 0);
+  }
+};
+
+// The fake's rules for scatter and alltoallv, straight through the API.
+TEST(FakeRules, ScatterAndAlltoallvRefuseOverlapsNullsAndABadRoot) {
+  const auto& a = acl_up();
+  ASSERT_NE(ascend::hccl().api, nullptr) << ascend::hccl().error;
+  DeviceMemory buf(0, 4096);
+  ApiComm c;
+  char* p = static_cast<char*>(buf.p);
+  constexpr int kPara = 1, kQueuedWorkFailed = 507000;
+  using ascend::kHcclFp32;
+  EXPECT_EQ(c.h.HcclScatter(p, p, 16, kHcclFp32, 0, c.comm, c.stream), kPara);  // in place
+  EXPECT_EQ(c.h.HcclScatter(p, p + 32, 16, kHcclFp32, 0, c.comm, c.stream), kPara);
+  EXPECT_EQ(c.h.HcclScatter(p, p + 64, 16, kHcclFp32, 1, c.comm, c.stream), kPara);   // root 1 of 1
+  EXPECT_EQ(c.h.HcclScatter(nullptr, p, 16, kHcclFp32, 0, c.comm, c.stream), kPara);  // the root's
+  EXPECT_EQ(
+      c.h.HcclScatter(p, p + 64, 16, static_cast<ascend::HcclDataType>(12), 0, c.comm, c.stream),
+      kPara);  // no such type
+  EXPECT_EQ(c.h.HcclScatter(nullptr, nullptr, 0, kHcclFp32, 0, c.comm, c.stream), 0);  // count 0
+  EXPECT_EQ(c.h.HcclScatter(p, p + 64, 16, kHcclFp32, 0, c.comm, c.stream), 0);
+  const std::uint64_t cnt[] = {16}, zero[] = {0}, at64[] = {64};
+  EXPECT_EQ(
+      c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p + 32, cnt, zero, kHcclFp32, c.comm, c.stream),
+      kPara);  // [0, 64) and [32, 96)
+  // One buffer: the blocks apart (the receive from element 64) do not make two.
+  EXPECT_EQ(c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p, cnt, at64, kHcclFp32, c.comm, c.stream),
+            kPara);
+  EXPECT_EQ(c.h.HcclAlltoAllV(p, nullptr, zero, kHcclFp32, p + 256, cnt, zero, kHcclFp32, c.comm,
+                              c.stream),
+            kPara);
+  EXPECT_EQ(c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p + 256, cnt, nullptr, kHcclFp32, c.comm,
+                              c.stream),
+            kPara);
+  EXPECT_EQ(c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p + 256, cnt, zero, ascend::kHcclInt32,
+                              c.comm, c.stream),
+            kPara);  // two types
+  EXPECT_EQ(
+      c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p + 256, cnt, zero, kHcclFp32, c.comm, c.stream),
+      0);
+  EXPECT_EQ(a.aclrtSynchronizeStream(c.stream), 0);
+  // What a rank receives must be what its sender sends: found when it runs.
+  const std::uint64_t fewer[] = {15};
+  EXPECT_EQ(
+      c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p + 256, fewer, zero, kHcclFp32, c.comm, c.stream),
+      0);
+  EXPECT_EQ(a.aclrtSynchronizeStream(c.stream), kQueuedWorkFailed);
+  EXPECT_NE(std::string(a.aclGetRecentErrMsg()).find("its error 1"), std::string::npos)
+      << a.aclGetRecentErrMsg();
+  setenv("FAKE_HCCL_FAIL", "HcclAlltoAllV", 1);
+  EXPECT_EQ(
+      c.h.HcclAlltoAllV(p, cnt, zero, kHcclFp32, p + 256, cnt, zero, kHcclFp32, c.comm, c.stream),
+      4);  // HCCL_E_INTERNAL
+  setenv("FAKE_HCCL_FAIL", "HcclScatter", 1);
+  EXPECT_EQ(c.h.HcclScatter(p, p + 64, 16, kHcclFp32, 0, c.comm, c.stream), 4);
+  unsetenv("FAKE_HCCL_FAIL");
 }
 
 }  // namespace
