@@ -39,6 +39,21 @@ void finalize_with_watchdog(int code) {
   MPI_Finalize();
 }
 
+// MPI's error handler for this run's communicators while the liveness watch
+// runs. A rank that dies resets its TCP connections, and MPI (ch4:ucx, ob1)
+// may see that first and abort without naming the rank. The watch, which
+// names the lost rank, marks this rank's file and tells the other ranks, gets
+// 2 s to end the process; then MPI's own message and MPI_Abort, as
+// MPI_ERRORS_ARE_FATAL would do.
+void on_mpi_error(MPI_Comm* comm, int* code, ...) {
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(*code, msg, &len);
+  write_now(fmt::format("xferbench: error: MPI: {}\n", msg));
+  MPI_Abort(*comm, *code);
+}
+
 // MPI_Get_library_version's text (callable before MPI_Init).
 std::string library_version() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
@@ -491,7 +506,13 @@ class MpiRuntime final : public Runtime {
       }
     }
     contact = broadcast_text(std::move(contact), 0);
-    if (rank_ == 0 || contact.empty()) return;
+    if (contact.empty()) return;
+    MPI_Errhandler handler = MPI_ERRHANDLER_NULL;  // MPI_Comm_dup passes it on (coll's comm)
+    MPI_Comm_create_errhandler(on_mpi_error, &handler);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler);
+    MPI_Comm_set_errhandler(node_, handler);
+    MPI_Errhandler_free(&handler);
+    if (rank_ == 0) return;
     const std::string why = live_->connect(contact);
     if (!why.empty())
       std::fprintf(stderr,

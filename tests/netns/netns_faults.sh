@@ -134,6 +134,9 @@ printf '%s\n' "${addr[@]}" >"$tmp/hosts3"
 
 # --- running and judging ----------------------------------------------------------
 hung() { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }
+# finalize_hung NAME: the run hung in MPI_Finalize: killed by the deadline, or a rank's own
+# watchdog ended it ("MPI_Finalize did not return within 10 s"; hydra may then exit 255).
+finalize_hung() { hung || grep -q "MPI_Finalize did not return" "$tmp/$1.err"; }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 fails=0; xfails=0; passes=0
@@ -291,8 +294,8 @@ reported() { grep -q -E '^[0-9]+ results: .* 0 failed' "$tmp/$1.out"; }  # rank 
 ok_case() {  # ok_case NAME NP -- ARGS
   local name=$1 np=$2; shift 2
   mpirun "$name" "$np" 30 none 0 - "$@"
-  if hung && reported "$name"; then  # the benchmark ran; MPICH 4.0.2 then hung in MPI_Finalize
-    verdict "$name" flaky 0 "results printed, then no exit within 30 s: the MPI_Finalize hang over TCP (see finalize_*)"
+  if finalize_hung "$name" && reported "$name"; then  # the benchmark ran; MPICH 4.0.2 then hung in MPI_Finalize
+    verdict "$name" flaky 0 "results printed, then exit $rc after $total s: the MPI_Finalize hang over TCP (see finalize_*)"
   else
     verdict "$name" ok $([ $rc -eq 0 ] && echo 1 || echo 0) "exit $rc in $total s"
   fi
@@ -415,13 +418,13 @@ if has finalize; then
     for r in $(seq "$reps"); do
       mpirun "finalize_${cmd}_$r" 3 "$flimit" none 0 - -- "${args[@]}"
       codes+="$rc "
-      if hung; then
+      if finalize_hung "finalize_${cmd}_$r"; then
         nhung=$((nhung + 1))
         reported "finalize_${cmd}_$r" || bad=1  # hung before its results: not the finalize hang
       elif [ $rc -ne 0 ]; then bad=1; show_errors "$tmp/finalize_${cmd}_$r.err"
       fi
     done
-    detail="3 ranks in 3 namespaces over TCP, $nhung of $reps runs hung after printing their results (exit codes: ${codes% })"
+    detail="3 ranks in 3 namespaces over TCP, $nhung of $reps runs hung in MPI_Finalize (exit codes: ${codes% })"
     if [ $bad = 1 ]; then verdict "finalize_3ranks_$cmd" ok 0 "$detail; a run failed or hung before its results"
     else verdict "finalize_3ranks_$cmd" flaky $([ $nhung -eq 0 ] && echo 1 || echo 0) "$detail"
     fi
