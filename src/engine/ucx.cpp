@@ -37,7 +37,7 @@ bool ucx_supports_memory(const std::string& type) {
   return (attr.memory_types & UCS_BIT(t)) != 0;
 }
 
-Worker::Worker(const std::string& net_devices) {
+Worker::Worker(const std::string& net_devices, bool tagged) {
   ucp_config_t* config = nullptr;
   ok(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
   if (!net_devices.empty()) {
@@ -49,7 +49,7 @@ Worker::Worker(const std::string& net_devices) {
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP | (tagged ? UCP_FEATURE_TAG : 0);
   ucp_context_h c = nullptr;
   const ucs_status_t st = ucp_init(&params, config, &c);
   ucp_config_release(config);

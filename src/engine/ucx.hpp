@@ -22,8 +22,9 @@ bool ucx_supports_memory(const std::string& type);
 class Worker {
  public:
   // net_devices: UCX_NET_DEVICES for this worker's context alone ("" keeps
-  // the environment's): a lane's NIC. Throws RuntimeError.
-  explicit Worker(const std::string& net_devices = {});
+  // the environment's): a lane's NIC. tagged: with tag matching too
+  // (ucx_tag.hpp). Throws RuntimeError.
+  explicit Worker(const std::string& net_devices = {}, bool tagged = false);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -35,6 +35,11 @@
 #            the -o file holds a send record: a non-zero exit (not the deadline),
 #            the file parses, keeps its send records, and its summary says
 #            interrupted, stopped_by "lost rank"
+#   rails    every host also has xb1 (10.78.1.1-5/24) on a second bridge: rail 0 is xb0,
+#            rail 1 xb1; what namespace 3 sends on xb1 goes through a tbf at the slow rate.
+#            fleet --rails --nic xb0,xb1: exit 1, slow_hosts "H#3 rail 1 (xb1)" alone, no
+#            link; each namespace's xb1 sent at least the bytes of its rail-1 send records
+#            (the rail's traffic took its NIC), and namespace 3's tbf carried them
 #   check    what needs no fleet command: the namespaces, the launcher (5 ranks,
 #            rank i in namespace i), coll allreduce over the 5, a rank killed in
 #            namespace 4 (coll, the file marked by rank 0), the calibration, each
@@ -74,11 +79,11 @@ case $# in
 1) scenario=$1; xb=$root/build/default/xferbench; mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb") ;;
 2) xb=$1; scenario=$2; mpiexec=$("$(dirname "$0")/../../scripts/mpi-launcher.sh" "$xb") ;;
 3) xb=$1; mpiexec=$2; scenario=$3 ;;
-*) echo "usage: $0 [XFERBENCH [MPIEXEC]] nofault|host|link|asym|dead|crawl|crawlhost|killed|check" >&2; exit 2 ;;
+*) echo "usage: $0 [XFERBENCH [MPIEXEC]] nofault|host|link|asym|dead|crawl|crawlhost|killed|rails|check" >&2; exit 2 ;;
 esac
 case $scenario in
-nofault | host | link | asym | dead | crawl | crawlhost | killed | check) ;;
-*) echo "netns_fleet.sh: unknown scenario '$scenario' (nofault host link asym dead crawl crawlhost killed check)" >&2; exit 2 ;;
+nofault | host | link | asym | dead | crawl | crawlhost | killed | rails | check) ;;
+*) echo "netns_fleet.sh: unknown scenario '$scenario' (nofault host link asym dead crawl crawlhost killed rails check)" >&2; exit 2 ;;
 esac
 reps=${NETNS_FLEET_REPS:-1}
 limit=${NETNS_FLEET_LIMIT:-120}
@@ -92,7 +97,7 @@ command -v ip >/dev/null || skip "iproute2's ip is not installed"
 command -v timeout >/dev/null || skip "coreutils' timeout is not installed"
 command -v python3 >/dev/null || skip "python3 is not installed (it reads the JSON)"
 shapes=0
-case $scenario in host | link | asym | crawl | crawlhost | check) shapes=1 ;; esac
+case $scenario in host | link | asym | crawl | crawlhost | rails | check) shapes=1 ;; esac
 [ $shapes = 0 ] || command -v tc >/dev/null || skip "iproute2's tc is not installed"
 [ -n "$mpiexec" ] && [ -x "$mpiexec" ] || skip "mpiexec not found"
 "$mpiexec" -info 2>&1 | grep -qi hydra || skip "$mpiexec is not MPICH's hydra (needs -launcher-exec)"
@@ -106,6 +111,7 @@ id=xbl$$  # unique per run; interface names stay under 15 characters
 ns=("${id}n0" "${id}n1" "${id}n2" "${id}n3" "${id}n4")
 sw="${id}s"
 addr=(10.78.0.1 10.78.0.2 10.78.0.3 10.78.0.4 10.78.0.5)
+addr1=(10.78.1.1 10.78.1.2 10.78.1.3 10.78.1.4 10.78.1.5)  # rails: xb1, on bridge br1
 host=$(hostname)
 tmp=$(mktemp -d "/tmp/netns_fleet.$$.XXXXXX")
 [ "${NETNS_KEEP_LOGS:-0}" = 1 ] && touch "$tmp/kept"
@@ -169,6 +175,20 @@ for i in 0 1 2 3 4; do
   ip -n "$sw" link set "${id}p$i" master br0
   ip -n "$sw" link set "${id}p$i" up
 done
+if [ "$scenario" = rails ]; then  # a second NIC per host, on a bridge of its own
+  probe "a second bridge" ip -n "$sw" link add br1 type bridge
+  ip -n "$sw" link set br1 up
+  for i in 0 1 2 3 4; do
+    probe "a veth pair" ip link add "${id}i$i" type veth peer name "${id}q$i"
+    ip link set "${id}i$i" netns "${ns[$i]}"
+    ip link set "${id}q$i" netns "$sw"
+    ip -n "${ns[$i]}" link set "${id}i$i" name xb1
+    ip -n "${ns[$i]}" addr add "${addr1[$i]}/24" dev xb1
+    ip -n "${ns[$i]}" link set xb1 up
+    ip -n "$sw" link set "${id}q$i" master br1
+    ip -n "$sw" link set "${id}q$i" up
+  done
+fi
 
 # The fake ssh: hydra calls it as `ssh -x HOST CMD`; it runs CMD in HOST's namespace.
 {
@@ -187,6 +207,12 @@ printf '%s\n' "${addr[@]}" >"$tmp/hosts5"
 # --- tc -----------------------------------------------------------------------
 tcn() { local n=$1; shift; ip netns exec "${ns[$n]}" tc "$@"; }
 unshape() { local i; for i in 0 1 2 3 4; do tcn $i qdisc del dev xb0 root 2>/dev/null; done; }
+nic_bytes() {  # "NS NIC TX_BYTES" of xb0 and xb1 in every namespace
+  local i n
+  for i in 0 1 2 3 4; do for n in xb0 xb1; do
+    echo "$i $n $(ip netns exec "${ns[$i]}" cat /sys/class/net/$n/statistics/tx_bytes 2>/dev/null || echo 0)"
+  done; done
+}
 shape_host() {  # shape_host NS RATE: everything NS sends
   tcn "$1" qdisc add dev xb0 root tbf rate "$2" burst 256kb latency 100ms
 }
@@ -312,6 +338,7 @@ fleet_args=(fleet --backend host -s 4M -n 3 --concurrency 1 --threshold 0.25 --n
 case $scenario in
 # Transfers long enough at the crawl rate that a pair's 12 of them overrun the 5 s box.
 crawl | crawlhost) fleet_args=(fleet --backend host -s 32M -n 3 --concurrency 1 --threshold 0.25 --no-census --format json) ;;
+rails) fleet_args+=(--rails --nic "xb0,xb1") ;;
 # The first steps have no healthy pair yet to size the box on: --deadline bounds them.
 dead) fleet_args+=(--deadline 20) ;;
 esac
@@ -381,6 +408,7 @@ apply() {  # apply SCENARIO: its shaping, and the measurement that it took
   local t0; t0=$(now)
   case $1 in
   host | crawlhost) shape_host 3 "$rate" || return 1 ;;
+  rails) tcn 3 qdisc add dev xb1 root tbf rate "$rate" burst 256kb latency 100ms || return 1 ;;
   link | crawl) { shape_link 1 2 "$rate" && shape_link 2 1 "$rate"; } || return 1 ;;
   asym) shape_link 1 2 "$rate" || return 1 ;;
   dead) cut_link 1 2 || return 1 ;;
@@ -391,6 +419,7 @@ apply() {  # apply SCENARIO: its shaping, and the measurement that it took
   link | crawl) measured shaping_link 1 2 1 0 2 1 ;;  # 1 -> 0: the same interface, another peer
   asym) measured shaping_asym 1 2 1 0 2 1 ;;  # 2 -> 1: the way back (only its ACKs are shaped)
   dead) cut_measured ;;
+  rails) ;;  # rail 1 has no MPI path to measure it by: the tbf's own counters speak after the run
   esac
 }
 
@@ -513,12 +542,12 @@ else:
     if rc != want_rc: bad.append("exit %d, not %d" % (rc, want_rc))
     if not sends: bad.append("no send record")
     if s.get("interrupted"): bad.append("marked interrupted (%r)" % s.get("stopped_by"))
-    want_hosts = [H(3)] if scenario in ("host", "crawlhost") else []
+    want_hosts = [H(3)] if scenario in ("host", "crawlhost") else [H(3) + " rail 1 (xb1)"] if scenario == "rails" else []
     if hosts != want_hosts: bad.append("slow_hosts %r, not %r" % (s.get("slow_hosts"), ",".join(want_hosts)))
     link = "%s<->%s" % (H(1), H(2))
     if scenario in ("link", "dead", "crawl") and links != [link]: bad.append("slow_links %r, not %r" % (s.get("slow_links"), link))
     if scenario == "asym" and link not in links: bad.append("slow_links %r does not name %s" % (s.get("slow_links"), link))
-    if scenario in ("nofault", "host", "crawlhost") and links: bad.append("slow_links %r, not empty" % s.get("slow_links"))
+    if scenario in ("nofault", "host", "crawlhost", "rails") and links: bad.append("slow_links %r, not empty" % s.get("slow_links"))
     # A verdict never contradicts its records: failed pairs are named, and only the faulty ones fail.
     failed = [r for r in res if r.get("case") in ("send", "bidir", "pingpong") and r.get("status") == "failed"]
     fails = [r for r in res if r.get("verdict") == "FAIL"]
@@ -591,9 +620,11 @@ EOF
       [ -n "$cut" ] && uncut_link 1 2
       detail="exit $rc in $took s, $([ -n "$cut" ] && echo "cut $(secs "$t0" "$cut") s in" || echo "never cut")"
     else
+      [ "$scenario" = rails ] && nic_bytes >"$f.before"
       # shellcheck disable=SC2086
       run "$limit" "$tmp/hosts5" "$f" -- "$xb" "${fleet_args[@]}" --passes $passes ${NETNS_FLEET_OPTS:-} -o "$f.json"
       detail="exit $rc in $took s"
+      [ "$scenario" = rails ] && nic_bytes >"$f.after"
     fi
     grep -q 'MPI_Finalize did not return' "$f.err" 2>/dev/null && detail+=" (MPI_Finalize's 10 s watchdog fired)"
     if hung $rc; then verdict "${scenario}_$r" 0 "$detail: the run hit its $limit s deadline"; show "$f.err"; continue; fi
@@ -602,6 +633,33 @@ EOF
     verdict "${scenario}_$r" $((1 - good)) "$detail"
     cat "$f.judged"
     [ $good = 0 ] || show "$f.err" "$f.out"
+    if [ "$scenario" = rails ]; then  # each rail's bytes left through its own NIC
+      python3 - "$f.json" "$f.before" "$f.after" >"$f.bytes" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def counts(path):
+    out = {}
+    for line in open(path):
+        ns, nic, n = line.split()
+        out[(int(ns), nic)] = int(n)
+    return out
+before, after = counts(sys.argv[2]), counts(sys.argv[3])
+bad = []
+for rail, nic in ((0, "xb0"), (1, "xb1")):
+    for i in range(5):
+        sent = sum(r["bytes"] * r["iters"] for r in d["results"]
+                   if r.get("case") == "send" and r.get("rail") == rail and r.get("src") == i and r.get("status") == "ok")
+        tx = after[(i, nic)] - before[(i, nic)]
+        print("    | rail %d: namespace %d sent %d bytes in its records, %s counted %d" % (rail, i, sent, nic, tx))
+        if sent == 0 or tx < sent: bad.append("rail %d namespace %d: %s counted %d < %d sent" % (rail, i, nic, tx, sent))
+print("    | " + ("; ".join(bad) if bad else "every rail's bytes went out through its NIC"))
+sys.exit(1 if bad else 0)
+EOF
+      good=$?
+      tbf=$(tcn 3 -s qdisc show dev xb1 | awk '/Sent/ { print $2; exit }')
+      verdict "rails_bytes_$r" $((1 - good)) "each namespace's xb0/xb1 counted at least its rail's sent bytes; namespace 3's xb1 tbf carried ${tbf:-?} bytes"
+      cat "$f.bytes"
+    fi
   done
 fi
 

@@ -23,8 +23,10 @@
 #include "family/fleet/fleet_census.hpp"
 #include "family/fleet/fleet_judge.hpp"
 #include "family/fleet/fleet_pairs.hpp"
+#include "family/fleet/fleet_rails.hpp"
 #include "family/fleet/fleet_schedule.hpp"
 #include "family/fleet/fleet_steps.hpp"
+#include "family/fleet/fleet_table.hpp"
 #include "family/options.hpp"
 #include "family/output.hpp"
 #include "family/parse.hpp"
@@ -34,15 +36,13 @@
 namespace xb {
 namespace {
 
-const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency"};
-
 std::string digest(const FleetConfig& c) {
   return fmt::format(
       "size={} iters={} warmup={} pings={} deadline={} check={} passes={} conc={} "
-      "seed={} threshold={} expected={} exclude={} census={} quick={}",
+      "seed={} threshold={} expected={} exclude={} census={} quick={} rails={} nics={}",
       c.pair.size, c.pair.iters, c.pair.warmup, c.pair.pings, c.pair.deadline_s, c.pair.check,
       c.passes, c.concurrency, c.seed, c.thresholds.grade.fail_below, c.expected,
-      fmt::join(c.exclude, ","), c.census, c.quick);
+      fmt::join(c.exclude, ","), c.census, c.quick, c.rails, c.nics.size());
 }
 
 // Each rank's name: its host, and "#rank" where several ranks share one.
@@ -56,6 +56,53 @@ std::vector<std::string> labels_of(const std::vector<std::string>& hosts) {
 }
 
 Record verdict_record(const Finding& f) { return finding_record(f, 0); }
+
+// A rail's judgement into the run's: its hosts are `offset` on in the
+// names the summary uses; the run's reference is its slowest rail's.
+void merge_judgement(FleetJudgement& into, const FleetJudgement& from, int offset, bool first) {
+  for (int h : from.slow_hosts) into.slow_hosts.push_back(h + offset);
+  for (int h : from.warn_hosts) into.warn_hosts.push_back(h + offset);
+  for (const auto& l : from.slow_links) into.slow_links.push_back({l.a + offset, l.b + offset});
+  for (const auto& l : from.warn_links) into.warn_links.push_back({l.a + offset, l.b + offset});
+  if (first || from.reference < into.reference) {
+    into.reference = from.reference;
+    into.latency_reference = from.latency_reference;
+  }
+  into.expected = from.expected;
+}
+
+// The run's summary: rank 0's verdicts, the hosts named as `names` (by rail
+// with --rails).
+Params summary_of(const FleetJudgement& j, const std::vector<std::string>& names,
+                  std::int64_t failed_pairs, const FleetThresholds& t, std::size_t confirmed,
+                  std::size_t held_back) {
+  const auto hosts_text = [&](const std::vector<int>& v) {
+    std::vector<std::string> out;
+    out.reserve(v.size());
+    for (int h : v) out.push_back(names[static_cast<std::size_t>(h)]);
+    return fmt::format("{}", fmt::join(out, ","));
+  };
+  const auto links_text = [&](const std::vector<FleetPair>& v) {
+    std::vector<std::string> out;
+    out.reserve(v.size());
+    for (const auto& l : v)
+      out.push_back(names[static_cast<std::size_t>(l.a)] + "<->" +
+                    names[static_cast<std::size_t>(l.b)]);
+    return fmt::format("{}", fmt::join(out, ","));
+  };
+  return {{"reference_gbps", std::isnan(j.reference) ? 0.0 : j.reference},
+          {"expected_gbps", j.expected},
+          {"latency_us", std::isnan(j.latency_reference) ? 0.0 : j.latency_reference},
+          {"slow_hosts", hosts_text(j.slow_hosts)},
+          {"slow_links", links_text(j.slow_links)},
+          {"warn_hosts", hosts_text(j.warn_hosts)},
+          {"warn_links", links_text(j.warn_links)},
+          {"failed_pairs", failed_pairs},
+          {"thresholds", fmt::format("PASS >= {:g}, WARN >= {:g}, latency WARN above {:g}x",
+                                     t.grade.warn_below, t.grade.fail_below, t.latency_warn)},
+          {"confirmed", static_cast<std::int64_t>(confirmed)},
+          {"pairs_held_back", static_cast<std::int64_t>(held_back)}};
+}
 
 std::string nic_note(const std::vector<std::string>& hosts) {
   std::set<std::string> distinct(hosts.begin(), hosts.end());
@@ -98,6 +145,9 @@ class FleetFamily final : public Family {
              "fewer timed transfers than asked: how many, and the box that ended them")
         .add(fleet_field::reached, FieldRole::info,
              "false: the pair failed in an earlier part of its step")
+        .add(fleet_field::rail, FieldRole::key,
+             "--rails on the host backend: the rail, i.e. the index of its NIC in --nic")
+        .add(fleet_field::nic, FieldRole::info, "--rails: the rail's NIC (rank 0's name for it)")
         .add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")
         .add(doctor_field::measured, FieldRole::metric, "the figure judged, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what it is held against; 0: none")
@@ -182,7 +232,12 @@ class FleetFamily final : public Family {
                                kFullMatrixHosts))
         ->check(CLI::IsMember({"auto", "full", "flagged"}));
     app.add_flag("--rails", cfg_.rails,
-                 "one rank per GPU: GPU g of host A with GPU g of host B (cuda)");
+                 "rail by rail: on the host backend NIC i of host A with NIC i of host B (a UCX "
+                 "worker per NIC: --nic, default every InfiniBand port); on cuda GPU g with GPU g "
+                 "(not in this version: waived)");
+    app.add_option("--nic", nic_,
+                   "--rails on the host backend: the rails' NICs, in rail order, as UCX names "
+                   "them (mlx5_0:1,mlx5_1:1 or eth0,eth1); the same list on every host");
     add_run_options(app, run_,
                     {.iters = "timed transfers per direction (default 5)",
                      .warmup = "warm-up transfers (default 1)",
@@ -216,6 +271,7 @@ Examples:
   std::string concurrency_ = "all";
   std::string matrix_ = "auto";
   std::string exclude_;
+  std::string nic_;
   bool no_census_ = false;
   RunOptions run_;
   RecordSchema schema_{"fleet"};
@@ -253,8 +309,14 @@ int FleetFamily::run(const Invocation& inv) {
       err =
           "fleet needs at least 2 ranks, one per host (srun --ntasks-per-node=1, mpirun --map-by "
           "ppr:1:node, or mpiexec -ppn 1)";
+    else if (!nic_.empty() && !(cfg_.rails && be.name() == "host"))
+      err = "--nic names the rails' NICs: it needs --rails on the host backend";
     else if (cfg_.rails && be.name() == "host")
-      err = "--rails pairs GPU g of one host with GPU g of another: it needs --backend cuda";
+      try {
+        cfg_.nics = rail_nics(nic_);
+      } catch (const UsageError& e) {
+        err = fmt::format("rank {} ({}): {}", rt.rank(), host_name(), e.what());
+      }
     err = rt.agree(err);
     if (!err.empty()) throw UsageError(err);
     const auto digests = rt.allgather(digest(cfg_));
@@ -309,7 +371,11 @@ int FleetFamily::run(const Invocation& inv) {
                        : std::string("every pair: the circle method")},
       {"matrix", std::string(cfg_.flagged ? "flagged" : "full")},
       {"deadline_s", cfg_.pair.deadline_s},
-      {"pairs_over", std::string("host memory, MPI point-to-point")}};
+      {"pairs_over", cfg_.nics.empty()
+                         ? std::string("host memory, MPI point-to-point")
+                         : fmt::format("host memory, UCX tag messages on a worker per rail's NIC "
+                                       "({})",
+                                       fmt::join(cfg_.nics, ","))}};
   r.begin(*this, "fleet", params);
   const Progress progress = rt.root() ? progress_for(run_) : Progress{};
   std::vector<Record> all;
@@ -318,7 +384,7 @@ int FleetFamily::run(const Invocation& inv) {
     all.push_back(std::move(rec));
   };
 
-  if (cfg_.rails && rt.root())
+  if (cfg_.rails && cfg_.nics.empty() && rt.root())
     done(Record::waived("rails", r.backend->name(), -1, -1, cfg_.pair.size,
                         "GPU g of one host with GPU g of another (NCCL/HCCL send/recv) is not in "
                         "this version: the pairs move host memory over MPI"));
@@ -356,158 +422,71 @@ int FleetFamily::run(const Invocation& inv) {
     stop_point(&rt);
   }
 
-  // The pair rounds.
-  PairSteps pairs(rt, members, names, cfg_, throttle, progress, done);
-  std::vector<int> index(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) index[i] = static_cast<int>(i);
-  const std::vector<PairFigures> round_figures = pairs.run(
-      cfg_.quick ? quick_schedule(index, kQuickMatchings * cfg_.passes, cfg_.concurrency, cfg_.seed)
-                 : fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed),
-      false);
-  const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), round_figures);
-
-  // The verdicts, then the suspects again (confirm_all: up to three rounds,
-  // then the links of hosts it cleared); the other ranks follow rank 0's
-  // plans, one again() per call of its measure.
+  // The pair rounds and their verdicts: once over MPI, or once per rail.
   std::string note;
   const double expected = expected_gbps(rt, hosts, cfg_.expected, note);
+  PairSteps pairs(rt, members, names, cfg_, throttle, progress, done);
   FleetJudgement j;
-  std::vector<PairFigures> again;
-  if (rt.root()) {
-    j = judge_fleet(m, member_names, expected, note, cfg_.thresholds);
-    again =
-        confirm_all(j, m, member_names, cfg_.thresholds,
+  std::int64_t failed_pairs = 0;
+  std::vector<std::string> judged_names;  // the hosts as verdicts name them, rail by rail
+  // `scope`: what the fleet-wide rows speak of ("all", or "rail 1 (xb1)").
+  const auto measure = [&](const std::vector<std::string>& judged, const std::string& scope) {
+    std::vector<int> index(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) index[i] = static_cast<int>(i);
+    const std::vector<PairFigures> round_figures = pairs.run(
+        cfg_.quick
+            ? quick_schedule(index, kQuickMatchings * cfg_.passes, cfg_.concurrency, cfg_.seed)
+            : fleet_schedule(index, cfg_.passes, cfg_.concurrency, cfg_.seed),
+        false);
+    const FleetMatrix m = fleet_matrix(static_cast<int>(members.size()), round_figures);
+    // The verdicts, then the suspects again (confirm_all: up to three rounds,
+    // then the links of hosts it cleared); the other ranks follow rank 0's
+    // plans, one again() per call of its measure.
+    if (!rt.root()) {
+      for (int k = 0; k < 2 * kConfirmRounds; ++k) pairs.again({});
+      return;
+    }
+    FleetJudgement rj = judge_fleet(m, judged, expected, note, cfg_.thresholds);
+    const std::vector<PairFigures> again =
+        confirm_all(rj, m, judged, cfg_.thresholds,
                     [&](const std::vector<FleetPair>& suspects) { return pairs.again(suspects); });
-  } else {
-    for (int k = 0; k < 2 * kConfirmRounds; ++k) pairs.again({});
-  }
-  if (rt.root()) {
     // Every failed pair named: a verdict never passes over its own records.
     std::vector<PairFigures> measured = round_figures;
     measured.insert(measured.end(), again.begin(), again.end());
-    cover_failures(j, member_names, measured);
+    cover_failures(rj, judged, measured);
+    for (auto& f : rj.findings) {
+      if (f.check == "fleet" && scope != "all")
+        f.where = f.where == "all" ? scope : scope + " " + f.where;
+      done(verdict_record(f));
+    }
+    for (const auto& f : round_figures) failed_pairs += f.failed;
+    const int offset = static_cast<int>(judged_names.size() - judged.size());
+    merge_judgement(j, rj, offset, offset == 0);
+  };
+  if (cfg_.nics.empty()) {
+    judged_names = member_names;
+    measure(member_names, "all");
+  }
+  for (std::size_t rail = 0; rail < cfg_.nics.size(); ++rail) {
+    const std::string& nic = cfg_.nics[rail];
+    const std::unique_ptr<PairLink> link = open_rail(rt, nic);
+    pairs.on_rail(*link, static_cast<int>(rail), nic);
+    std::vector<std::string> on_rail;
+    on_rail.reserve(member_names.size());
+    for (const auto& h : member_names)
+      on_rail.push_back(rail_label(h, static_cast<int>(rail), nic));
+    judged_names.insert(judged_names.end(), on_rail.begin(), on_rail.end());
+    measure(on_rail, fmt::format("rail {} ({})", rail, nic));
+    rt.barrier();  // no rank closes its worker while a peer still talks to it
   }
   Params summary;
-  if (rt.root()) {
-    for (const auto& f : j.findings) done(verdict_record(f));
-    const auto hosts_text = [&](const std::vector<int>& v) {
-      std::vector<std::string> out;
-      out.reserve(v.size());
-      for (int h : v) out.push_back(member_names[static_cast<std::size_t>(h)]);
-      return fmt::format("{}", fmt::join(out, ","));
-    };
-    const auto links_text = [&](const std::vector<FleetPair>& v) {
-      std::vector<std::string> out;
-      out.reserve(v.size());
-      for (const auto& l : v)
-        out.push_back(member_names[static_cast<std::size_t>(l.a)] + "<->" +
-                      member_names[static_cast<std::size_t>(l.b)]);
-      return fmt::format("{}", fmt::join(out, ","));
-    };
-    std::int64_t failed_pairs = 0;
-    for (const auto& f : round_figures) failed_pairs += f.failed;
-    summary = {
-        {"reference_gbps", std::isnan(j.reference) ? 0.0 : j.reference},
-        {"expected_gbps", j.expected},
-        {"latency_us", std::isnan(j.latency_reference) ? 0.0 : j.latency_reference},
-        {"slow_hosts", hosts_text(j.slow_hosts)},
-        {"slow_links", links_text(j.slow_links)},
-        {"warn_hosts", hosts_text(j.warn_hosts)},
-        {"warn_links", links_text(j.warn_links)},
-        {"failed_pairs", failed_pairs},
-        {"thresholds", fmt::format("PASS >= {:g}, WARN >= {:g}, latency WARN above {:g}x",
-                                   cfg_.thresholds.grade.warn_below,
-                                   cfg_.thresholds.grade.fail_below, cfg_.thresholds.latency_warn)},
-        {"confirmed", static_cast<std::int64_t>(pairs.confirmed())},
-        {"pairs_held_back", static_cast<std::int64_t>(pairs.held_back())}};
-  }
+  if (rt.root())
+    summary = summary_of(j, judged_names, failed_pairs, cfg_.thresholds, pairs.confirmed(),
+                         pairs.held_back());
   return r.report(*this, {"fleet", {}, params, std::move(all), std::move(summary)}, run_);
 }
 
-// ---- the table ------------------------------------------------------------------
-
-std::string FleetFamily::tables(const Report& r) const {
-  std::string out =
-      verdict_table(r.results, [](const Record& rec) { return kVerdictCases.count(rec.kase) > 0; },
-                    {8, 28, [](double x) { return fmt::format("{:.3g}", x); }});
-  for (const Record& rec : r.results)
-    if (rec.status == Status::waived)
-      out += fmt::format("waived: {} ({}): {}\n", rec.kase, rec.method, rec.reason);
-  // The matrix: GB/s from row to column, median over passes, slowest hosts first.
-  std::map<std::string, int> index;
-  std::vector<std::string> names;
-  std::vector<PairFigures> sends;  // one direction each
-  const auto index_of = [&](const std::string& name) {
-    const auto [it, added] = index.try_emplace(name, static_cast<int>(names.size()));
-    if (added) names.push_back(name);
-    return it->second;
-  };
-  for (const Record& rec : r.results) {
-    if (rec.kase != "send" || rec.get_or(fleet_field::confirm, false) ||
-        !rec.get_or(fleet_field::reached, true) || rec.status == Status::waived)
-      continue;
-    PairFigures f{index_of(rec.get_or(fleet_field::src_host, std::string())),
-                  index_of(rec.get_or(fleet_field::dst_host, std::string()))};
-    f.failed = rec.status == Status::failed;
-    f.ab = f.failed ? 0 : rec.gbps_median;
-    sends.push_back(f);
-  }
-  if (names.size() > kFullMatrixHosts) {
-    out += fmt::format(
-        "\nthe matrix of {} hosts is too wide for a table: `xferbench report` draws it\n",
-        names.size());
-    names.clear();
-  }
-  if (names.size() < 2) {
-    for (const auto& [k, v] : r.summary)
-      if (k == "slow_hosts" || k == "slow_links")
-        out += fmt::format("{}: {}\n", k, field_text(v).empty() ? "none" : field_text(v));
-    return out;
-  }
-  const int n = static_cast<int>(names.size());
-  const FleetMatrix m = fleet_matrix(n, sends);
-  const auto& g = m.send;
-  const std::vector<double> typical = host_typicals(m);
-  std::vector<int> order(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const double x = typical[static_cast<std::size_t>(a)], y = typical[static_cast<std::size_t>(b)];
-    return (std::isnan(x) ? 0 : x) < (std::isnan(y) ? 0 : y);
-  });
-  std::size_t w = 6;
-  for (const auto& s : names) w = std::max(w, s.size());
-  out += fmt::format("\nsend GB/s, row to column (median over passes), slowest hosts first\n{:<{}}",
-                     "", w + 1);
-  for (int c : order)
-    out += fmt::format(" {:>{}}", names[static_cast<std::size_t>(c)],
-                       std::max<std::size_t>(8, names[static_cast<std::size_t>(c)].size()));
-  out += "\n";
-  bool partly = false;
-  for (int row : order) {
-    out += fmt::format("{:<{}}", names[static_cast<std::size_t>(row)], w + 1);
-    for (int c : order) {
-      const double x = g[static_cast<std::size_t>(row)][static_cast<std::size_t>(c)];
-      const std::size_t cw = std::max<std::size_t>(8, names[static_cast<std::size_t>(c)].size());
-      // A send that failed is a cell, not a hole: "failed" where it failed in
-      // most passes, its figure with a * where in some.
-      const bool failures = pair_failures(m, row, c) > 0 && row != c;
-      const bool cell_failed = x == 0 && failures;
-      partly = partly || (failures && !cell_failed && !std::isnan(x));
-      out += row == c || std::isnan(x) ? fmt::format(" {:>{}}", "-", cw)
-             : cell_failed             ? fmt::format(" {:>{}}", "failed", cw)
-             : failures                ? fmt::format(" {:>{}}", fmt::format("{:.3g}*", x), cw)
-                                       : fmt::format(" {:>{}.3g}", x, cw);
-    }
-    out += "\n";
-  }
-  if (partly) out += "* the pair failed in some passes (its link or host row says which)\n";
-  for (const auto& [k, v] : r.summary)
-    if (k == "slow_hosts" || k == "slow_links")
-      out += fmt::format("{}: {}\n", k, field_text(v).empty() ? "none" : field_text(v));
-    else if ((k == "warn_hosts" || k == "warn_links") && !field_text(v).empty())
-      out += fmt::format("{}: {}\n", k, field_text(v));
-  return out;
-}
+std::string FleetFamily::tables(const Report& r) const { return fleet_tables(r); }
 
 }  // namespace
 

@@ -32,9 +32,9 @@ std::uint64_t seed_of(int rank) {
 
 class Side {
  public:
-  Side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf, int tag,
+  Side(PairLink& link, const PairRole& role, const PairPlan& plan, PairBuffers& buf, int tag,
        double box_s)
-      : rt_(rt),
+      : link_(link),
         role_(role),
         plan_(plan),
         buf_(buf),
@@ -84,10 +84,10 @@ class Side {
     return *open_.back();
   }
   Runtime::Transfer& isend(std::span<const std::byte> data, int tag) {
-    return post(rt_.isend(data, role_.peer, tag));
+    return post(link_.isend(data, role_.peer, tag));
   }
   Runtime::Transfer& irecv(std::span<std::byte> data, int tag) {
-    return post(rt_.irecv(data, role_.peer, tag));
+    return post(link_.irecv(data, role_.peer, tag));
   }
   void wait(Runtime::Transfer& t, const char* what) {
     while (!t.done())
@@ -205,7 +205,7 @@ class Side {
     }
   }
 
-  Runtime& rt_;
+  PairLink& link_;
   const PairRole& role_;
   const PairPlan& plan_;
   PairBuffers& buf_;
@@ -248,10 +248,10 @@ const char* phase_name(PairPhase p) {
   return "";
 }
 
-PairSide run_pair_side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf,
+PairSide run_pair_side(PairLink& link, const PairRole& role, const PairPlan& plan, PairBuffers& buf,
                        int tag, double box_s) {
   if (role.peer < 0) return {};
-  return Side(rt, role, plan, buf, tag, box_s).run();
+  return Side(link, role, plan, buf, tag, box_s).run();
 }
 
 double PairBox::next() const {

@@ -16,6 +16,8 @@
 // failed pair: the phase it failed in is named, what finished before is
 // kept. Nothing here throws on a slow or silent peer.
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,9 +73,34 @@ struct PairBuffers {
   std::vector<std::vector<std::byte>> retired_;
 };
 
+// Where a pair's messages go: the runtime's point-to-point (MPI over UCX,
+// whichever NIC it picks), or a rail's own worker on one NIC (fleet_rails.hpp).
+class PairLink {
+ public:
+  virtual ~PairLink() = default;
+  virtual std::unique_ptr<Runtime::Transfer> isend(std::span<const std::byte> data, int peer,
+                                                   int tag) = 0;
+  virtual std::unique_ptr<Runtime::Transfer> irecv(std::span<std::byte> data, int peer,
+                                                   int tag) = 0;
+};
+class RuntimeLink final : public PairLink {
+ public:
+  explicit RuntimeLink(Runtime& rt) : rt_(rt) {}
+  std::unique_ptr<Runtime::Transfer> isend(std::span<const std::byte> data, int peer,
+                                           int tag) override {
+    return rt_.isend(data, peer, tag);
+  }
+  std::unique_ptr<Runtime::Transfer> irecv(std::span<std::byte> data, int peer, int tag) override {
+    return rt_.irecv(data, peer, tag);
+  }
+
+ private:
+  Runtime& rt_;
+};
+
 // Runs this member's part of the step (tags `tag` .. `tag` + 15) within
 // `box_s` seconds. Errors (the box, a mismatch) are in the result, never thrown.
-PairSide run_pair_side(Runtime& rt, const PairRole& role, const PairPlan& plan, PairBuffers& buf,
+PairSide run_pair_side(PairLink& link, const PairRole& role, const PairPlan& plan, PairBuffers& buf,
                        int tag, double box_s);
 
 // The time box of the next step, the same on every rank (each computes it

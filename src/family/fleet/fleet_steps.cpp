@@ -32,7 +32,8 @@ PairOutcome outcome_of(const PairSide& a, const PairSide& b) {
 // reached"; the direction it failed in counts 0 GB/s in the figures.
 StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
                          const std::vector<std::string>& names, const std::vector<PairSide>& sides,
-                         const FleetConfig& cfg, bool confirm, double box_s) {
+                         const FleetConfig& cfg, bool confirm, double box_s, int rail,
+                         const std::string& nic) {
   StepRecords out;
   const Bytes size = cfg.pair.size;
   for (const auto& p : step.pairs) {
@@ -48,7 +49,7 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
                           std::vector<double> us, int planned, bool verified, bool checked) {
       Record r;
       r.kase = kase;
-      r.method = "mpi";
+      r.method = rail < 0 ? "mpi" : "ucx";
       r.src = src;
       r.dst = dst;
       r.bytes = bytes;
@@ -60,6 +61,10 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
             confirm ? static_cast<std::int64_t>(step.pairs.size()) : std::int64_t{cfg.concurrency});
       r.set(fleet_field::box_s, box_s);
       if (confirm) r.set(fleet_field::confirm, true);
+      if (rail >= 0) {
+        r.set(fleet_field::rail, std::int64_t{rail});
+        r.set(fleet_field::nic, nic);
+      }
       if (fate.failed_in <= phase) {
         r.status = Status::failed;
         r.reason = fate.failed_in == phase ? fate.why : "not reached: " + fate.why;
@@ -121,9 +126,10 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
 }
 
 // Every rank: its part of `step` (or a rest), then every side to rank 0.
-std::vector<PairSide> run_step(Runtime& rt, const FleetStep& step, const std::vector<int>& members,
-                               const FleetConfig& cfg, PairBuffers& buf,
-                               const std::vector<host::Throttle>& throttle, int tag, double box_s) {
+std::vector<PairSide> run_step(Runtime& rt, PairLink& link, const FleetStep& step,
+                               const std::vector<int>& members, const FleetConfig& cfg,
+                               PairBuffers& buf, const std::vector<host::Throttle>& throttle,
+                               int tag, double box_s) {
   PairRole role;
   for (const auto& p : step.pairs) {
     const int ra = members[static_cast<std::size_t>(p.a)],
@@ -134,7 +140,7 @@ std::vector<PairSide> run_step(Runtime& rt, const FleetStep& step, const std::ve
       role.tx_factor = host::rank_throttle(throttle, rt.rank(), role.peer);
     }
   }
-  const PairSide mine = run_pair_side(rt, role, cfg.pair, buf, tag, box_s);
+  const PairSide mine = run_pair_side(link, role, cfg.pair, buf, tag, box_s);
   const auto all = rt.allgather(role.peer < 0 ? std::string() : side_to_wire(mine));
   std::vector<PairSide> sides;
   sides.reserve(all.size());
@@ -148,12 +154,14 @@ std::vector<PairFigures> PairSteps::run(const std::vector<FleetStep>& steps, boo
   std::vector<PairFigures> figures;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     if (progress_)
-      progress_(s, steps.size(),
-                confirm ? std::string("confirming suspects")
-                        : fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1));
+      progress_(
+          s, steps.size(),
+          (rail_ >= 0 ? fmt::format("rail {} ({}): ", rail_, nic_) : std::string()) +
+              (confirm ? std::string("confirming suspects")
+                       : fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1)));
     const double box = box_.next();
-    const auto sides =
-        run_step(rt_, steps[s], members_, cfg_, buf_, throttle_, 16 * (tags_++ % tag_slots_), box);
+    const auto sides = run_step(rt_, *link_, steps[s], members_, cfg_, buf_, throttle_,
+                                16 * (tags_++ % tag_slots_), box);
     // Every rank alike, from the same gathered sides: the next step's box.
     for (const auto& p : steps[s].pairs) {
       const PairSide& a = sides[static_cast<std::size_t>(members_[static_cast<std::size_t>(p.a)])];
@@ -162,7 +170,8 @@ std::vector<PairFigures> PairSteps::run(const std::vector<FleetStep>& steps, boo
         box_.finished(std::max(a.elapsed_s, b.elapsed_s));
     }
     if (rt_.root()) {
-      StepRecords sr = step_records(steps[s], members_, names_, sides, cfg_, confirm, box);
+      StepRecords sr =
+          step_records(steps[s], members_, names_, sides, cfg_, confirm, box, rail_, nic_);
       // Four records a pair, in the order of its figures.
       for (std::size_t k = 0; k < sr.figures.size(); ++k) {
         if (confirm || !cfg_.flagged || filter_.keep(sr.figures[k])) {

@@ -29,6 +29,8 @@ inline constexpr FieldKey<bool> confirm{"confirm"};     // a confirmation re-mea
 inline constexpr FieldKey<double> box_s{"box_s"};       // the pair's time box
 inline constexpr FieldKey<std::string> boxed{"boxed"};  // fewer transfers than asked: why
 inline constexpr FieldKey<bool> reached{"reached"};     // false: the pair failed before this part
+inline constexpr FieldKey<std::int64_t> rail{"rail"};   // --rails: the rail (NIC index)
+inline constexpr FieldKey<std::string> nic{"nic"};      // --rails: the rail's NIC on both hosts
 }  // namespace fleet_field
 
 struct FleetConfig {
@@ -42,8 +44,9 @@ struct FleetConfig {
   bool census = true;
   double census_deadline_s = 300;  // a host's census that takes longer is a FAIL row
   bool rails = false;
-  bool quick = false;    // --quick: random perfect matchings, not every pair
-  bool flagged = false;  // --matrix flagged: only suspicious pairs keep their records
+  std::vector<std::string> nics;  // --rails on the host backend: rail i is nics[i]
+  bool quick = false;             // --quick: random perfect matchings, not every pair
+  bool flagged = false;           // --matrix flagged: only suspicious pairs keep their records
 };
 
 // --matrix auto keeps every pair's records up to this many hosts.
@@ -69,6 +72,14 @@ class PairSteps {
         box_(cfg.pair.deadline_s),
         tag_slots_(std::max(1, rt.max_tag() / 16 - 1)) {}
 
+  // The pairs go over `link` (it outlives the steps), on rail `rail` of NIC
+  // `nic` (records say so); by default over the runtime, no rail.
+  void on_rail(PairLink& link, int rail, std::string nic) {
+    link_ = &link;
+    rail_ = rail;
+    nic_ = std::move(nic);
+  }
+
   // `confirm`: re-measurements, marked so in the records.
   std::vector<PairFigures> run(const std::vector<FleetStep>& steps, bool confirm);
   // Rank 0's `suspects` (broadcast), measured again in steps of disjoint
@@ -86,6 +97,10 @@ class PairSteps {
   const Progress& progress_;
   std::function<void(Record)> done_;
   PairBuffers buf_;
+  RuntimeLink own_{rt_};
+  PairLink* link_ = &own_;
+  int rail_ = -1;
+  std::string nic_;
   PairBox box_;
   int tag_slots_;
   int tags_ = 0;

@@ -1,0 +1,28 @@
+#pragma once
+// `fleet --rails` on the host backend: NIC i of every host is rail i. Each
+// rail has its own UCX worker bound to that NIC (engine/ucx_tag.hpp), so a
+// pair of a rail moves its bytes through NIC i of both hosts, not through
+// whichever NIC MPI picks; the pair itself is the same (fleet_pairs.hpp).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "family/fleet/fleet_pairs.hpp"
+#include "runtime/runtime.hpp"
+
+namespace xb {
+
+// The rails' NICs: --nic's list (UCX device names), else every InfiniBand
+// port of this host ("mlx5_0:1", in order). UsageError when there are none
+// or one does not exist here.
+std::vector<std::string> rail_nics(const std::string& nic_option);
+
+// Every rank: rail `nic`'s link (collective: the workers' addresses go
+// through rank 0). RuntimeError, the same on every rank, when a rank cannot
+// open a worker on it.
+std::unique_ptr<PairLink> open_rail(Runtime& rt, const std::string& nic);
+
+// "H#3 rail 1 (xb1)": how verdicts name a host on a rail.
+std::string rail_label(const std::string& host, int rail, const std::string& nic);
+
+}  // namespace xb
