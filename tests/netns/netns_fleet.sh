@@ -652,12 +652,27 @@ for rail, nic in ((0, "xb0"), (1, "xb1")):
         tx = after[(i, nic)] - before[(i, nic)]
         print("    | rail %d: namespace %d sent %d bytes in its records, %s counted %d" % (rail, i, sent, nic, tx))
         if sent == 0 or tx < sent: bad.append("rail %d namespace %d: %s counted %d < %d sent" % (rail, i, nic, tx, sent))
-print("    | " + ("; ".join(bad) if bad else "every rail's bytes went out through its NIC"))
+# Each send record's own counters: the sender's NIC sent, the receiver's got, the bytes of its
+# transfers (the timed ones and at most one warm-up), TCP/IP headers on top (within 15 %).
+n, worst = 0, []
+for r in d["results"]:
+    if r.get("case") != "send" or r.get("status") != "ok" or "rail" not in r: continue
+    lo, hi = r["bytes"] * r["iters"], r["bytes"] * (r["iters"] + 1) * 1.15 + 2e6
+    for k in ("nic_tx_bytes", "nic_rx_bytes"):
+        v = r.get(k)
+        n += 1
+        if v is None or not lo <= v <= hi:
+            bad.append("rail %s %s->%s %s %r not in [%d, %d]" % (r["rail"], r["src"], r["dst"], k, v, lo, hi))
+        else:
+            worst.append(v / lo)
+print("    | %d send records' NIC counters within their transfers' bytes + 15 %%: %d outside; counted/sent %.3f..%.3f" % (
+    n, len([b for b in bad if " not in " in b]), min(worst or [0]), max(worst or [0])))
+print("    | " + ("; ".join(bad[:5]) if bad else "every rail's bytes went out through its NIC, each record's counters match its bytes"))
 sys.exit(1 if bad else 0)
 EOF
       good=$?
       tbf=$(tcn 3 -s qdisc show dev xb1 | awk '/Sent/ { print $2; exit }')
-      verdict "rails_bytes_$r" $((1 - good)) "each namespace's xb0/xb1 counted at least its rail's sent bytes; namespace 3's xb1 tbf carried ${tbf:-?} bytes"
+      verdict "rails_bytes_$r" $((1 - good)) "each namespace's xb0/xb1 counted at least its rail's sent bytes, each send record's nic_tx_bytes/nic_rx_bytes its own; namespace 3's xb1 tbf carried ${tbf:-?} bytes"
       cat "$f.bytes"
     fi
   done

@@ -21,6 +21,7 @@
 #include "family/cycles.hpp"
 #include "family/doctor/doctor_family.hpp"
 #include "family/fleet/fleet_census.hpp"
+#include "family/fleet/fleet_evidence.hpp"
 #include "family/fleet/fleet_judge.hpp"
 #include "family/fleet/fleet_pairs.hpp"
 #include "family/fleet/fleet_rails.hpp"
@@ -147,7 +148,16 @@ class FleetFamily final : public Family {
              "false: the pair failed in an earlier part of its step")
         .add(fleet_field::rail, FieldRole::key,
              "--rails on the host backend: the rail, i.e. the index of its NIC in --nic")
-        .add(fleet_field::nic, FieldRole::info, "--rails: the rail's NIC (rank 0's name for it)")
+        .add(fleet_field::nic, FieldRole::info,
+             "the sender's NIC whose counters moved the bytes (the rail's with --rails; absent: "
+             "no counters, or shared memory)")
+        .add(fleet_field::nic_tx_bytes, FieldRole::info,
+             "bytes the sender's NIC counted sending in this part of the step (the host's "
+             "counters: warm-up, acknowledgements and other traffic of the host included)")
+        .add(fleet_field::nic_rx_bytes, FieldRole::info,
+             "bytes the receiver's NIC counted receiving in it")
+        .add(fleet_field::nic_errors, FieldRole::info,
+             "NIC error counters that grew in it, per host (\"vm3 mlx5_0:1: symbol_error +412\")")
         .add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")
         .add(doctor_field::measured, FieldRole::metric, "the figure judged, in `unit`")
         .add(doctor_field::expected, FieldRole::metric, "what it is held against; 0: none")
@@ -454,6 +464,7 @@ int FleetFamily::run(const Invocation& inv) {
     std::vector<PairFigures> measured = round_figures;
     measured.insert(measured.end(), again.begin(), again.end());
     cover_failures(rj, judged, measured);
+    add_counter_evidence(rj, judged, measured);
     for (auto& f : rj.findings) {
       if (f.check == "fleet" && scope != "all")
         f.where = f.where == "all" ? scope : scope + " " + f.where;

@@ -59,6 +59,9 @@ struct PairFigures {
   // failed counts 0 GB/s, a phase it never reached stays NaN.
   bool failed = false;
   std::string why;
+  // The error counters that grew on a's and b's NIC during the step
+  // ("xb1 rx_errors" -> 3; empty: none): evidence for the verdicts.
+  std::map<std::string, std::uint64_t> a_errors, b_errors;
 };
 
 // n x n, indexed by member: send[i][j] GB/s from i to j, lat[i][j] the

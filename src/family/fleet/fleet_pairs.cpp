@@ -7,10 +7,12 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/nic_counters.hpp"
 #include "core/pattern.hpp"
 #include "core/timer.hpp"
 
@@ -47,12 +49,16 @@ class Side {
     PairSide out;
     try {
       sync(true);
+      std::vector<NicSample> mark = sample();
       phase_ = PairPhase::ab;
       one_way(role_.first, 0, out, at(kEndAb));
+      counted(out, mark);
       phase_ = PairPhase::ba;
       one_way(!role_.first, 1, out, at(kEndBa));
+      counted(out, mark);
       phase_ = PairPhase::both;
       both(out, at(kEndBoth));
+      counted(out, mark);
       phase_ = PairPhase::ping;
       ping(out, at(kEndPing));
       phase_ = PairPhase::done;
@@ -76,6 +82,21 @@ class Side {
   Clock::time_point at(double fraction) const {
     return start_ + std::chrono::duration_cast<Clock::duration>(
                         std::chrono::duration<double>(box_s_ * fraction));
+  }
+  // The NIC counters between phases (outside every timed transfer).
+  std::vector<NicSample> sample() const {
+    return sample_nics(role_.nic.empty() ? std::vector<std::string>{}
+                                         : std::vector<std::string>{role_.nic});
+  }
+  // What the phase since `mark` moved on this side's NIC: the rail's, else
+  // the one that moved at least half a transfer; `mark` moves on.
+  void counted(PairSide& out, std::vector<NicSample>& mark) const {
+    std::vector<NicSample> now = sample();
+    const std::vector<NicDelta> deltas = nic_deltas(mark, now);
+    mark = std::move(now);
+    const std::optional<NicDelta> d =
+        role_.nic.empty() ? busiest_nic(deltas, plan_.size) : nic_delta_of(deltas, role_.nic);
+    out.nics.push_back(d ? PhaseNic{d->nic, d->tx_bytes, d->rx_bytes, d->errors} : PhaseNic{});
   }
   // Every transfer is posted through these and kept until its phase's
   // iteration is over (or the pair fails: then they are cancelled).
@@ -275,13 +296,12 @@ void PairBox::finished(double elapsed_s) {
 }
 
 std::string side_to_wire(const PairSide& s) {
-  return nlohmann::json{{"send", s.send_us},
-                        {"both", s.both_us},
-                        {"ping", s.ping_us},
-                        {"checked", s.checked},
-                        {"verified", s.verified},
-                        {"error", s.error},
-                        {"failed_in", static_cast<int>(s.failed_in)},
+  nlohmann::json nics = nlohmann::json::array();
+  for (const auto& n : s.nics) nics.push_back({n.nic, n.tx, n.rx, n.errors});
+  return nlohmann::json{{"send", s.send_us},     {"nics", nics},
+                        {"both", s.both_us},     {"ping", s.ping_us},
+                        {"checked", s.checked},  {"verified", s.verified},
+                        {"error", s.error},      {"failed_in", static_cast<int>(s.failed_in)},
                         {"elapsed", s.elapsed_s}}
       .dump();
 }
@@ -302,6 +322,10 @@ PairSide side_from_wire(const std::string& text) {
       throw RuntimeError(fmt::format("fleet: a rank's figures name phase {}", phase));
     s.failed_in = static_cast<PairPhase>(phase);
     s.elapsed_s = j.at("elapsed").get<double>();
+    for (const auto& n : j.at("nics"))
+      s.nics.push_back({n.at(0).get<std::string>(), n.at(1).get<std::uint64_t>(),
+                        n.at(2).get<std::uint64_t>(),
+                        n.at(3).get<std::vector<std::pair<std::string, std::uint64_t>>>()});
   } catch (const nlohmann::json::exception& e) {
     throw RuntimeError(fmt::format("fleet: a rank's figures do not parse: {}", e.what()));
   }

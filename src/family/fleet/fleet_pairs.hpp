@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/units.hpp"
@@ -43,6 +44,15 @@ struct PairRole {
   int peer = -1;         // -1: rests this step
   bool first = false;    // the pair's a
   double tx_factor = 1;  // XFERBENCH_HOST_THROTTLE on what it sends to `peer` (1: none)
+  std::string nic;       // the rail's NIC; "": the one whose counters moved the bytes
+};
+
+// What this side's NIC counted in one phase (core/nic_counters.hpp): the
+// host's counters, so other traffic of the host adds to them.
+struct PhaseNic {
+  std::string nic;  // "": nothing counted (no counters, or shared memory)
+  std::uint64_t tx = 0, rx = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> errors;  // the counters that grew, by how much
 };
 
 // What one side measured: as the sender of its direction, both at once,
@@ -53,6 +63,7 @@ struct PairSide {
   std::string error;                      // the step failed on this side: why
   PairPhase failed_in = PairPhase::done;  // where (done: it did not fail)
   double elapsed_s = 0;                   // the side's time in the step
+  std::vector<PhaseNic> nics;             // a->b, b->a, both: as far as the step got
 };
 std::string side_to_wire(const PairSide& s);
 PairSide side_from_wire(const std::string& text);  // RuntimeError when malformed

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -25,6 +26,23 @@ PairOutcome outcome_of(const PairSide& a, const PairSide& b) {
   if (a.failed_in == PairPhase::done && b.failed_in == PairPhase::done) return {};
   const PairSide& first = b.failed_in < a.failed_in ? b : a;
   return {first.failed_in, first.error};
+}
+
+// The error counters that grew on a side's NIC over its step, summed over
+// its phases ("xb1 rx_errors" -> 3).
+std::map<std::string, std::uint64_t> step_errors(const PairSide& s) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& n : s.nics)
+    for (const auto& [name, grew] : n.errors) out[n.nic + " " + name] += grew;
+  return out;
+}
+
+// "rx_errors +3, symbol_error +1".
+std::string errors_text(const std::vector<std::pair<std::string, std::uint64_t>>& errors) {
+  std::string out;
+  for (const auto& [name, grew] : errors)
+    out += fmt::format("{}{} +{}", out.empty() ? "" : ", ", name, grew);
+  return out;
 }
 
 // Rank 0: the records and figures of one step from every rank's side. A
@@ -119,6 +137,32 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
           fig.why = r->reason;
           break;
         }
+    // What the NICs counted in each phase: the sender's sent, the receiver's got.
+    const auto counters = [&](Record& r, std::size_t phase, const PairSide& from,
+                              const PairSide& to, const std::string& from_host,
+                              const std::string& to_host) {
+      const PhaseNic* tx = phase < from.nics.size() ? &from.nics[phase] : nullptr;
+      const PhaseNic* rx = phase < to.nics.size() ? &to.nics[phase] : nullptr;
+      if (tx && !tx->nic.empty()) {
+        r.set(fleet_field::nic, tx->nic);
+        r.set(fleet_field::nic_tx_bytes, static_cast<std::int64_t>(tx->tx));
+      }
+      if (rx && !rx->nic.empty())
+        r.set(fleet_field::nic_rx_bytes, static_cast<std::int64_t>(rx->rx));
+      std::string errors;
+      for (const auto& [side, host] : {std::pair{tx, from_host}, std::pair{rx, to_host}})
+        if (side && !side->errors.empty())
+          errors += fmt::format("{}{} {}: {}", errors.empty() ? "" : "; ", host, side->nic,
+                                errors_text(side->errors));
+      if (!errors.empty()) r.set(fleet_field::nic_errors, errors);
+    };
+    const std::string& ha = names[static_cast<std::size_t>(ra)];
+    const std::string& hb = names[static_cast<std::size_t>(rb)];
+    counters(ab, 0, a, b, ha, hb);
+    counters(ba, 1, b, a, hb, ha);
+    counters(bd, 2, a, b, ha, hb);
+    fig.a_errors = step_errors(a);
+    fig.b_errors = step_errors(b);
     for (Record* r : {&ab, &ba, &bd, &pp}) out.records.push_back(std::move(*r));
     out.figures.push_back(fig);
   }
@@ -126,11 +170,12 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
 }
 
 // Every rank: its part of `step` (or a rest), then every side to rank 0.
-std::vector<PairSide> run_step(Runtime& rt, PairLink& link, const FleetStep& step,
-                               const std::vector<int>& members, const FleetConfig& cfg,
-                               PairBuffers& buf, const std::vector<host::Throttle>& throttle,
-                               int tag, double box_s) {
+std::vector<PairSide> run_step(Runtime& rt, PairLink& link, const std::string& nic,
+                               const FleetStep& step, const std::vector<int>& members,
+                               const FleetConfig& cfg, PairBuffers& buf,
+                               const std::vector<host::Throttle>& throttle, int tag, double box_s) {
   PairRole role;
+  role.nic = nic;
   for (const auto& p : step.pairs) {
     const int ra = members[static_cast<std::size_t>(p.a)],
               rb = members[static_cast<std::size_t>(p.b)];
@@ -160,7 +205,7 @@ std::vector<PairFigures> PairSteps::run(const std::vector<FleetStep>& steps, boo
               (confirm ? std::string("confirming suspects")
                        : fmt::format("pass {} round {}", steps[s].pass + 1, steps[s].round + 1)));
     const double box = box_.next();
-    const auto sides = run_step(rt_, *link_, steps[s], members_, cfg_, buf_, throttle_,
+    const auto sides = run_step(rt_, *link_, nic_, steps[s], members_, cfg_, buf_, throttle_,
                                 16 * (tags_++ % tag_slots_), box);
     // Every rank alike, from the same gathered sides: the next step's box.
     for (const auto& p : steps[s].pairs) {

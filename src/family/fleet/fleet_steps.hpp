@@ -30,7 +30,10 @@ inline constexpr FieldKey<double> box_s{"box_s"};       // the pair's time box
 inline constexpr FieldKey<std::string> boxed{"boxed"};  // fewer transfers than asked: why
 inline constexpr FieldKey<bool> reached{"reached"};     // false: the pair failed before this part
 inline constexpr FieldKey<std::int64_t> rail{"rail"};   // --rails: the rail (NIC index)
-inline constexpr FieldKey<std::string> nic{"nic"};      // --rails: the rail's NIC on both hosts
+inline constexpr FieldKey<std::string> nic{"nic"};  // the sender's NIC (the rail's, or the busiest)
+inline constexpr FieldKey<std::int64_t> nic_tx_bytes{"nic_tx_bytes"};  // the sender's NIC sent
+inline constexpr FieldKey<std::int64_t> nic_rx_bytes{"nic_rx_bytes"};  // the receiver's NIC got
+inline constexpr FieldKey<std::string> nic_errors{"nic_errors"};       // error counters that grew
 }  // namespace fleet_field
 
 struct FleetConfig {

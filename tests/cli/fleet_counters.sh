@@ -1,0 +1,58 @@
+#!/bin/sh
+# fleet_counters.sh XFERBENCH MPIEXEC: NIC counters in fleet's records and rows.
+# Three ranks on one rail, lo; XFERBENCH_SYSFS_ROOT points at a tree of its own
+# whose lo moves 4 MiB and counts one more rx_errors every 20 ms while fleet
+# runs (a writer replaces the files whole). Each send record must carry
+# lo's nic_tx_bytes/nic_rx_bytes (0 in a step shorter than the writer's
+# period), some the bytes and rx_errors that grew, and each host row the
+# errors of its pairs; without the writer, 0 bytes and no errors (the control).
+set -u
+xb=$1 mpiexec=$2
+tmp=$(mktemp -d /tmp/fleet_counters.XXXXXX)
+writer=
+trap '[ -n "$writer" ] && kill $writer 2>/dev/null; rm -rf "$tmp"' EXIT
+stats=$tmp/root/sys/class/net/lo/statistics
+mkdir -p "$stats"
+for f in tx_bytes rx_bytes tx_errors rx_errors tx_dropped rx_dropped; do echo 0 >"$stats/$f"; done
+put() { echo "$2" >"$stats/.$1" && mv "$stats/.$1" "$stats/$1"; }
+run() {  # run NAME: fleet on lo, the JSON in $tmp/NAME.json; exit 0 or 1 (a FAIL: noise on 2 cores)
+  XFERBENCH_SYSFS_ROOT=$tmp/root "$mpiexec" -n 3 "$xb" fleet --backend host --rails --nic lo \
+    -s 1M -n 2 --pings 10 --no-census --format json -o "$tmp/$1.json" >"$tmp/$1.out" 2>&1
+  [ $? -le 1 ] && [ -s "$tmp/$1.json" ]
+}
+run control || { echo "control run failed:"; cat "$tmp/control.out"; exit 1; }
+(
+  n=0
+  while :; do
+    n=$((n + 1))
+    put tx_bytes $((n * 4194304)); put rx_bytes $((n * 4194304)); put rx_errors $n
+    sleep 0.02
+  done
+) &
+writer=$!
+run grown || { echo "run with growing counters failed:"; cat "$tmp/grown.out"; exit 1; }
+kill $writer; writer=
+/usr/bin/python3 - "$tmp/control.json" "$tmp/grown.json" <<'PY'
+import json, sys
+bad = []
+for path, grown in ((sys.argv[1], False), (sys.argv[2], True)):
+    d = json.load(open(path))
+    sends = [r for r in d["results"] if r["case"] == "send"]
+    hosts = [r for r in d["results"] if r["case"] == "host"]
+    with_errors = [r for r in sends if "rx_errors +" in (r.get("nic_errors") or "")]
+    rows = [r for r in hosts if "error counters that grew during its pairs" in r.get("why", "")]
+    fields = [r for r in sends if "nic_tx_bytes" in r and "nic_rx_bytes" in r and r.get("nic") == "lo"]
+    counted = [r for r in fields if r["nic_tx_bytes"] > 0 and r["nic_rx_bytes"] > 0]
+    print("%s: %d send records, %d with lo's counters, %d of them moved, %d with rx_errors, %d of %d host rows with evidence"
+          % ("grown" if grown else "control", len(sends), len(fields), len(counted), len(with_errors), len(rows), len(hosts)))
+    if not sends or not hosts: bad.append(path + ": no send or host records")
+    # Every record says what lo counted, 0 included (a step shorter than the writer's 20 ms).
+    if len(fields) != len(sends): bad.append(path + ": a send record without lo's counters")
+    if grown:
+        if not counted or not with_errors: bad.append("no send record with the bytes and rx_errors that grew")
+        if len(rows) != len(hosts): bad.append("a host row without the errors of its pairs")
+    elif with_errors or rows or counted:
+        bad.append("the control run shows counters that did not move")
+print("; ".join(bad) if bad else "ok")
+sys.exit(1 if bad else 0)
+PY
