@@ -16,6 +16,7 @@
 #include "family/agree.hpp"
 #include "family/cycles.hpp"
 #include "family/host_pages.hpp"
+#include "family/nic_fields.hpp"
 
 namespace xb {
 namespace {
@@ -116,6 +117,13 @@ Record record(const char* kase, int rank, int b, Bytes bytes, Bytes bb,
   return r;
 }
 
+// The timed rounds' total time, s.
+double seconds_of(const std::vector<double>& us) {
+  double sum = 0;
+  for (double u : us) sum += u;
+  return sum / 1e6;
+}
+
 // Mean (get_avg) and max (get_max) over the ranks' get records of one round size.
 void summarize(std::vector<Record>& all, int b, Bytes bb) {
   std::vector<double> med;
@@ -191,34 +199,42 @@ std::vector<Record> run_kv(Runtime& rt, const KvConfig& cfg, Backend& backend) {
     // Get: everyone at once.
     std::memset(m.local->data(), 0x5A, span);
     std::vector<double> us;
+    NicWindow nics;  // the timed rounds' NIC counters (and the barriers' few bytes)
     for (int i = 0; i < cfg.warmup + cfg.iters; ++i) {
       rt.barrier(serve);
+      if (i == cfg.warmup) nics.open();
       const auto t0 = Clock::now();
       get_round(rt, m, b, bb);
       if (i >= cfg.warmup) us.push_back(elapsed_us(t0, Clock::now()));
     }
+    std::optional<NicDelta> nic = nics.close(span);
     std::optional<bool> ok;
     rt.barrier(serve);  // peers may still be reading from us
     if (cfg.check) ok = !check_get(rt, m, b, bb);
     mine.push_back(record("get", rt.rank(), b, span, bb, us, ok));
+    if (nic) set_nic_fields(mine.back(), *nic, seconds_of(us));
     // Put: rank 0 to every peer; peers check, then restore their pools.
     if (rt.rank() == 0) fill_pattern(std::span(m.local->data(), span), kPutSeed, 0);
     us.clear();
     for (int i = 0; i < cfg.warmup + cfg.iters; ++i) {
       rt.barrier(serve);
+      if (i == cfg.warmup) nics.open();
       const auto t0 = Clock::now();
       if (rt.rank() == 0) put_round(rt, m, b, bb);
       if (i >= cfg.warmup) us.push_back(elapsed_us(t0, Clock::now()));
     }
+    nic = nics.close(span);
     rt.barrier(serve);
     double bad = 0;
     if (cfg.check && rt.rank() != 0)
       bad = find_mismatch(std::span<const std::byte>(m.pool->data(), span), kPutSeed, 0) ? 1 : 0;
     fill_pattern(std::span(m.pool->data(), span), pool_seed(rt.rank()), 0);
     bad = rt.sum(bad);
-    if (rt.rank() == 0)
+    if (rt.rank() == 0) {
       mine.push_back(record("put", 0, b, span * static_cast<Bytes>(rt.size() - 1), bb, us,
                             cfg.check ? std::optional<bool>(bad == 0) : std::nullopt));
+      if (nic) set_nic_fields(mine.back(), *nic, seconds_of(us));
+    }
     rt.barrier(serve);
     // This block count's records from every rank, and their average and
     // slowest: final, to the run's output (on rank 0) before the next.

@@ -10,6 +10,7 @@
 #include "family/engine/engine_family.hpp"
 #include "family/host_pages.hpp"
 #include "family/kv/kv_bench.hpp"
+#include "family/nic_fields.hpp"
 #include "family/options.hpp"
 #include "family/parse.hpp"
 #include "family/ranked.hpp"
@@ -23,6 +24,7 @@ class KvFamily final : public Family {
   KvFamily() {
     schema_.add(kv_field::blocks, FieldRole::key, "blocks per round")
         .add(kv_field::block_bytes, FieldRole::info, "bytes per block");
+    add_nic_fields(schema_, "the rank's (put: rank 0's)");
   }
   std::string name() const override { return "kv"; }
   std::string summary() const override {
