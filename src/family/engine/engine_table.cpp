@@ -35,13 +35,9 @@ std::string part_text(const Record& r) {
   return lane >= 0 ? s + " " + which : s;
 }
 
+// A figure that a record may lack ("-"): latencies, wire GB/s.
 std::string latency_cell(const Record& r, FieldKey<double> key) {
   const auto v = r.get(key);
-  return v ? fmt::format("{:.2f}", *v) : std::string("-");
-}
-
-std::string wire_cell(const Record& r) {
-  const auto v = r.get(engine_field::wire_gbps);
   return v ? fmt::format("{:.2f}", *v) : std::string("-");
 }
 
@@ -106,7 +102,7 @@ std::string table(const std::vector<const Record*>& rows) {
     if (async)
       out += fmt::format(" {:>11} {:>11}", latency_cell(*r, engine_field::submit_us),
                          latency_cell(*r, engine_field::wait_us));
-    if (wire) out += fmt::format(" {:>10}", wire_cell(*r));
+    if (wire) out += fmt::format(" {:>10}", latency_cell(*r, engine_field::wire_gbps));
     if (windowed) out += fmt::format(" {:>10.3f}", r->get_or(engine_field::msg_rate, 0.0) / 1e6);
     out += fmt::format(" {:>6}\n", !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
   }
