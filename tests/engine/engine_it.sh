@@ -105,6 +105,31 @@ selftest_tcp)
   grep -q "transports: tcp" "$tmp/self.log" || fail "not on tcp"
   grep -q "12 results: 12 ok" "$tmp/self.log" || fail "tcp selftest results"
   ;;
+nic_counters)
+  # A lane's NIC counters (core/nic_counters): over TCP on loopback lo carried the bytes (no
+  # --nic: the NIC that moved them), as --nic lo says too; over shared memory no NIC did, and
+  # a sysfs root without counters (XFERBENCH_SYSFS_ROOT) has none: no fields, never a guess.
+  serve --size 64M --clients 4
+  UCX_TLS=tcp client tcp --op read,write -t 8M -k 1M --loops 3 || fail "tcp client"
+  UCX_TLS=tcp client lo --nic lo -t 8M -k 1M --loops 3 || fail "tcp client --nic lo"
+  client shm -t 8M -k 1M --loops 3 || fail "shm client"
+  mkdir "$tmp/nosys"
+  UCX_TLS=tcp XFERBENCH_SYSFS_ROOT="$tmp/nosys" client bare --nic lo -t 8M -k 1M --loops 3 ||
+    fail "client without counters"
+  /usr/bin/python3 - "$tmp" <<'PY' || fail "NIC fields"
+import json, os, sys
+load = lambda n: json.load(open(os.path.join(sys.argv[1], n + '.json')))['results']
+lane = 3 * (8 << 20)
+for r in load('tcp') + load('lo'):
+    assert r['status'] == 'ok' and r['nic'] == 'lo', r
+    moved = r['nic_rx_bytes'] if r['case'] == 'read' else r['nic_tx_bytes']
+    assert moved >= lane and r['wire_gbps'] > 0 and 'nic_warning' not in r, r  # host-wide: >=
+for r in load('shm') + load('bare'):
+    assert r['status'] == 'ok' and not {'nic_tx_bytes', 'wire_gbps', 'nic_errors'} & set(r), r
+PY
+  grep -q WARN "$tmp"/tcp.log "$tmp"/lo.log && fail "a WARN"
+  verified tcp; verified shm
+  ;;
 two_processes)
   serve --size 64M --clients 2
   client r --op read -t 16M -k 64K --block-steps 3 --loops 2 || fail "read client"

@@ -9,9 +9,15 @@
 # each listening on that link's address with UCX_NET_DEVICES set to it.
 #  1. engine client on b: --connect both servers --nic xb0,xb1 (a lane per
 #     NIC): the xb1 lane's figure is the shaped rate, the xb0 lane's is not,
-#     the total's bytes are both lanes', every record verified.
+#     the total's bytes are both lanes', every record verified; each lane's
+#     NIC counters (nic_rx_bytes) hold the bytes of its timed loops, within
+#     10 % (TCP/IP headers), and no lane is warned about.
 #  2. doctor on b: --checks engine --engine-server both --nic xb0,xb1: exit 1,
 #     the xb1 lane FAIL, named, the xb0 lane not FAIL.
+#  3. a lane given --nic xb0 to the server on xb1's address: the kernel routes
+#     it through xb1 whatever the NIC (UCX's TCP transport does not bind its
+#     socket to the device), so its record carries nic_warning naming xb1,
+#     stderr has the WARN, and its xb0 counters moved almost nothing.
 # (One server on both links with --lanes 2 --nic xb0,xb1 to one address does
 # not separate the links over TCP: UCX's TCP transport picks the source and
 # destination addresses itself, and both lanes ended on one link in a trial,
@@ -114,6 +120,15 @@ print(f"xb0 {fast['gbps']['median']:.3f} GB/s, xb1 {slow['gbps']['median']:.3f} 
       f"total {total['gbps']['median']:.3f} GB/s")
 assert slow['gbps']['median'] < 0.5 * fast['gbps']['median'], 'the shaped lane is not the slow one'
 assert slow['gbps']['median'] < 0.05, 'the shaped lane is faster than its shaping'
+lane = 5 * (4 << 20)  # the timed loops' bytes of each lane: 5 loops of -t / 2
+for r, nic in ((fast, 'xb0'), (slow, 'xb1')):
+    assert r['nic'] == nic and 'nic_warning' not in r and r['nic_errors'] == '', r
+    assert lane <= r['nic_rx_bytes'] <= 1.1 * lane, (nic, r['nic_rx_bytes'], lane)
+    assert r['nic_tx_bytes'] < 0.1 * lane, r
+    # wire GB/s: the counted bytes over the 5 loops' time (mean x 5)
+    wire = r['nic_rx_bytes'] / (5 * r['time_us']['mean'] * 1e3)
+    assert abs(r['wire_gbps'] - wire) < 0.01 * wire, (r['wire_gbps'], wire)
+print(f"counted: xb0 rx {fast['nic_rx_bytes']} B, xb1 rx {slow['nic_rx_bytes']} B of {lane} B each")
 PY
 ip netns exec "$b" "$xb" doctor --checks engine --engine-server "$servers" --nic xb0,xb1 \
   --format json -o "$tmp/doctor.json" -q 2>"$tmp/doctor.log"
@@ -128,6 +143,29 @@ assert len(slow) == 1 and len(fast) == 1, rs
 assert slow[0]['verdict'] == 'FAIL' and 'nic xb1' in slow[0]['why'], slow
 assert fast[0]['verdict'] != 'FAIL', fast
 print('doctor:', slow[0]['why'])
+PY
+wait
+
+# 3: --nic xb0, but the server's address is on xb1's link.
+port=$((port + 1))
+rm -f "$tmp/server1.log"
+serve 1 1
+wait_listening 1
+timeout 120 ip netns exec "$b" "$xb" engine client --connect "10.78.1.1:$port" --nic xb0 \
+  --op read,write -t 8M -k 1M -n 5 --format json -o "$tmp/astray.json" -q 2>"$tmp/astray.log" ||
+  fail "engine client with --nic xb0 to xb1's address"
+grep -q "engine: WARN: the lane (nic xb0), read of 1 MiB blocks: nic xb0 moved .* went through xb1" \
+  "$tmp/astray.log" || fail "no WARN on stderr for the lane routed through xb1"
+/usr/bin/python3 - "$tmp/astray.json" <<'PY' || fail "astray records"
+import json, sys
+rs = json.load(open(sys.argv[1]))['results']
+lane = 5 * (8 << 20)
+assert len(rs) == 2, rs
+for r in rs:
+    assert r['status'] == 'ok' and r['nic'] == 'xb0', r
+    assert max(r['nic_tx_bytes'], r['nic_rx_bytes']) < 0.1 * lane, r
+    assert 'went through xb1' in r['nic_warning'], r
+print('astray:', rs[0]['nic_warning'])
 PY
 wait
 

@@ -8,6 +8,7 @@
 #include "engine/bootstrap.hpp"
 #include "engine/wire.hpp"
 #include "family/engine/engine_bench.hpp"
+#include "family/engine/engine_records.hpp"
 
 namespace xb::engine {
 
@@ -315,6 +316,39 @@ TEST(EngineFanin, AFailedClientFailsTheTotal) {
   EXPECT_EQ(out[2].status, Status::failed);
   EXPECT_NE(out[2].reason.find("client 1: the peer failed"), std::string::npos);
   EXPECT_FALSE(out[0].get(engine_field::share).has_value());
+}
+
+// A lane's NIC fields: the asked NIC's deltas, the WARN where its bytes went
+// through another NIC, none where its NIC has no counters.
+TEST(EngineNic, ALaneRecordsItsNicAndTheWarn) {
+  const NicDelta xb0{"xb0", "netdev", 300, 1200, true, false, {{"rx_dropped", 2}}};
+  const NicDelta xb1{"xb1", "netdev", 81821, 50832527, true, false, {}};
+  const Bytes lane = 50'000'000;
+  Record r;
+  EXPECT_EQ(set_nic_fields(r, {xb0, xb1}, "xb1", lane, 100'000), "");
+  EXPECT_EQ(r.get(engine_field::nic), "xb1");
+  EXPECT_EQ(r.get(engine_field::nic_rx_bytes), 50832527);
+  EXPECT_EQ(r.get(engine_field::nic_tx_bytes), 81821);
+  EXPECT_NEAR(*r.get(engine_field::wire_gbps), 50832527 / 100e6, 1e-9);  // B/us / 1e3 = GB/s
+  EXPECT_EQ(r.get(engine_field::nic_errors), "");
+  EXPECT_FALSE(r.get(engine_field::nic_warning));
+
+  Record astray;
+  const std::string warn = set_nic_fields(astray, {xb0, xb1}, "xb0", lane, 100'000);
+  EXPECT_NE(warn.find("went through xb1"), std::string::npos) << warn;
+  EXPECT_EQ(astray.get(engine_field::nic_warning), warn);
+  EXPECT_EQ(astray.get(engine_field::nic_rx_bytes), 1200);
+  EXPECT_EQ(astray.get(engine_field::nic_errors), "rx_dropped +2");
+
+  Record none;  // no counters for the lane's NIC: no fields at all
+  EXPECT_EQ(set_nic_fields(none, {xb1}, "mlx5_0:1", lane, 100'000), "");
+  EXPECT_TRUE(none.extra.empty());
+  Record shm;  // no --nic and no NIC moved half the bytes (shared memory)
+  EXPECT_EQ(set_nic_fields(shm, {xb0}, "", lane, 100'000), "");
+  EXPECT_TRUE(shm.extra.empty());
+  Record busiest;  // no --nic: the NIC that carried them, never a WARN
+  EXPECT_EQ(set_nic_fields(busiest, {xb0, xb1}, "", lane, 100'000), "");
+  EXPECT_EQ(busiest.get(engine_field::nic), "xb1");
 }
 
 }  // namespace xb

@@ -44,6 +44,16 @@ inline constexpr FieldKey<double> msg_rate{"msg_rate"};
 inline constexpr FieldKey<std::string> server{"server"};
 inline constexpr FieldKey<std::int64_t> lane_id{"lane_id"};
 inline constexpr FieldKey<std::string> nic{"nic"};
+// engine client, a lane whose NIC has counters (core/nic_counters): what
+// that NIC sent and received over the step's timed loops (the host's
+// counters: everything on that NIC counts), those bytes over the loops'
+// time, its error counters that grew ("" none), and a WARN where the
+// lane's bytes went through another NIC than --nic's.
+inline constexpr FieldKey<std::int64_t> nic_tx_bytes{"nic_tx_bytes"};
+inline constexpr FieldKey<std::int64_t> nic_rx_bytes{"nic_rx_bytes"};
+inline constexpr FieldKey<double> wire_gbps{"wire_gbps"};
+inline constexpr FieldKey<std::string> nic_errors{"nic_errors"};
+inline constexpr FieldKey<std::string> nic_warning{"nic_warning"};
 // Fan-in (engine fanin): the client (its rank; -1: the server's total), its
 // share of the total GB/s, and Jain's fairness index over the clients.
 inline constexpr FieldKey<std::int64_t> client{"client"};
@@ -123,6 +133,9 @@ struct EngineClientConfig {
   // several servers, server i's); empty: UCX's choice.
   std::vector<std::string> nics;
   std::vector<int> devices;  // --device 0,1: lane i's device (cycled); empty: `device`
+  // engine client: the NICs' counters read before and after each part's
+  // timed loops, and the lane's NIC's deltas in its records.
+  bool nic_counters = false;
   // Called before every loop (warm-up and timed) of a one-part run, on the
   // calling thread: fan-in's ranks start each loop together.
   std::function<void()> before_loop;

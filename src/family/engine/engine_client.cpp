@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
+#include "core/nic_counters.hpp"
 #include "core/pattern.hpp"
 #include "core/timer.hpp"
 #include "family/engine/engine_bench.hpp"
@@ -119,8 +120,10 @@ struct PartRun {
   std::unique_ptr<EngineLocal> local;
   double register_ms = 0;
   std::string lost;  // why this part stopped (a lost server), "" while it runs
-  // This step's outcome.
+  // This step's outcome; every NIC's counters around its timed loops
+  // (cfg.nic_counters).
   EngineTiming t;
+  std::vector<NicSample> nics_before, nics_after;
   std::optional<std::int64_t> bad;
   std::string error;
 
@@ -132,6 +135,8 @@ struct PartRun {
 void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
                const EngineClientConfig& cfg, std::barrier<>* gate, std::mutex& link_mutex) {
   pr.t = {};
+  pr.nics_before.clear();
+  pr.nics_after.clear();
   pr.bad.reset();
   pr.error.clear();
   bool gated = gate != nullptr;
@@ -150,6 +155,8 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
       alive.now();
       one_loop(*pr.local, op, pr.part.length, bs, cfg, nullptr, alive);
     }
+    // Before the gate of the first timed loop, so the loops still start together.
+    if (cfg.nic_counters) pr.nics_before = sample_nics({});
     for (int l = 0; l < cfg.loops; ++l) {
       sync();
       alive.now();
@@ -160,6 +167,7 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
       pr.t.starts.push_back(t0);
       pr.t.ends.push_back(t1);
     }
+    if (cfg.nic_counters) pr.nics_after = sample_nics({});
     gated = false;  // every gate passed: the others no longer wait for this part
     alive.now();    // the last loop's reads came from a live server
     const std::lock_guard lock(link_mutex);  // the parts of one server share its link
@@ -327,6 +335,23 @@ Record part_record(PartRun& pr, Op op, Bytes bs, const EngineClientConfig& cfg) 
   return r;
 }
 
+// A part's NIC fields from its counters; a WARN on stderr where its bytes
+// went through another NIC than its --nic.
+void nic_fields(Record& r, const PartRun& pr, const EngineClientConfig& cfg) {
+  if (pr.nics_before.empty() || pr.nics_after.empty()) return;
+  double loops_us = 0;
+  for (const double us : pr.t.loop_us) loops_us += us;
+  const std::string warn = set_nic_fields(r, nic_deltas(pr.nics_before, pr.nics_after), pr.nic,
+                                          pr.part.length * static_cast<Bytes>(cfg.loops), loops_us);
+  if (!warn.empty())
+    std::fprintf(
+        stderr, "%s",
+        fmt::format("engine: WARN: {}, {} of {} blocks: {}\n", pr.name, r.kase,
+                    format_size(static_cast<Bytes>(r.get_or(engine_field::block, std::int64_t{0}))),
+                    warn)
+            .c_str());
+}
+
 // A sum's view of a part: its bytes and loops, or its name where it broke.
 EngineSumPart sum_part(const PartRun& pr) {
   return {pr.part.length, &pr.t, pr.broken() ? pr.name : std::string()};
@@ -340,12 +365,13 @@ void step_records(std::vector<PartRun>& parts, const std::vector<EngineServer>& 
                   const EngineClientConfig& cfg, EngineRun& run) {
   const bool multi = parts.size() > 1;
   const auto emit = [&](Record r, const std::string& server, int lane_id, const std::string& nic,
-                        std::vector<double> loops) {
+                        std::vector<double> loops, const PartRun* pr = nullptr) {
     if (multi) {
       r.set(engine_field::server, server);
       r.set(engine_field::lane_id, static_cast<std::int64_t>(lane_id));
       if (!nic.empty()) r.set(engine_field::nic, nic);
     }
+    if (pr && r.status == Status::ok) nic_fields(r, *pr, cfg);
     run.records.push_back(std::move(r));
     run.loops_us.push_back(run.records.back().status == Status::ok ? std::move(loops)
                                                                    : std::vector<double>{});
@@ -358,7 +384,7 @@ void step_records(std::vector<PartRun>& parts, const std::vector<EngineServer>& 
       if (pr.server != s) continue;
       Record r = part_record(pr, op, bs, cfg);
       mine.push_back(sum_part(pr));
-      emit(std::move(r), servers[s].name, pr.lane_id, pr.nic, pr.t.loop_us);
+      emit(std::move(r), servers[s].name, pr.lane_id, pr.nic, pr.t.loop_us, &pr);
     }
     if (cfg.lanes > 1) {
       Record sum = engine_sum_record(op, cfg, lanes[s], bs, mine, span);

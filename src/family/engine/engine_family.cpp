@@ -61,6 +61,7 @@ int emit_engine(const Family& f, const RunOptions& opts, const Backend& backend,
 
 int run_client(const Family& f, const ClientArgs& a) {
   EngineClientConfig cfg = to_config(a);
+  cfg.nic_counters = true;
   const auto endpoints = parse_engine_servers(a.connect);
   // --nic a,b to two servers without --lanes: a NIC per server, one lane each.
   if (a.lanes.empty() && endpoints.size() > 1 && cfg.nics.size() == endpoints.size() &&
@@ -178,7 +179,19 @@ class EngineFamily final : public Family {
         .add(engine_field::lane_id, FieldRole::key,
              "lanes or several servers: the lane (-1: the server's only lane, or the sum of its "
              "lanes)")
-        .add(engine_field::nic, FieldRole::info, "--nic: the lane's NIC (UCX_NET_DEVICES)")
+        .add(engine_field::nic, FieldRole::info,
+             "the lane's NIC: --nic's (UCX_NET_DEVICES); client without --nic: the NIC whose "
+             "counters moved at least half of the lane's bytes")
+        .add(engine_field::nic_tx_bytes, FieldRole::info,
+             "client: bytes the lane's NIC sent over the timed loops (host-wide counters)")
+        .add(engine_field::nic_rx_bytes, FieldRole::info,
+             "client: bytes the lane's NIC received over the timed loops (host-wide counters)")
+        .add(engine_field::wire_gbps, FieldRole::metric,
+             "client: the larger of nic_tx_bytes and nic_rx_bytes / the timed loops' time, GB/s")
+        .add(engine_field::nic_errors, FieldRole::info,
+             "client: the lane's NIC's error counters that grew (\"\": none), name +count")
+        .add(engine_field::nic_warning, FieldRole::info,
+             "client: WARN, the lane's bytes went through another NIC than --nic's")
         .add(engine_field::client, FieldRole::key,
              "fanin: the client's rank (-1: the server's total)")
         .add(engine_field::client_host, FieldRole::info, "fanin: the client's host")
@@ -210,6 +223,9 @@ class EngineFamily final : public Family {
     const bool parts = std::any_of(r.results.begin(), r.results.end(), [](const Record& x) {
       return x.get(engine_field::server).has_value();
     });
+    const bool wire = std::any_of(r.results.begin(), r.results.end(), [](const Record& x) {
+      return x.get(engine_field::wire_gbps).has_value();
+    });
     return engine_note() +
            (windowed ? "--window N: N requests in flight (async batches of N); Mmsg/s = requests "
                        "of a loop / median loop time, in millions\n"
@@ -218,7 +234,11 @@ class EngineFamily final : public Family {
                     "and UCX worker, every loop started together; sum (a server's lanes) and all "
                     "(every server) = their bytes / the span from the first start to the last "
                     "end of each loop\n"
-                  : "");
+                  : "") +
+           (wire ? "Wire GB/s = the bytes the lane's NIC counted (the larger of sent and "
+                   "received; the host's counters, so other traffic on that NIC counts too) / "
+                   "the timed loops' time\n"
+                 : "");
   }
   std::string tables(const Report& r) const override { return engine_tables(r); }
 

@@ -107,6 +107,20 @@ Record engine_sum_record(Op op, const EngineClientConfig& cfg, EngineLane lane, 
   return r;
 }
 
+std::string set_nic_fields(Record& r, const std::vector<NicDelta>& deltas, const std::string& asked,
+                           Bytes expected, double loops_us) {
+  const auto d = asked.empty() ? busiest_nic(deltas, expected) : nic_delta_of(deltas, asked);
+  if (!d) return "";
+  r.set(engine_field::nic, d->nic);
+  r.set(engine_field::nic_tx_bytes, static_cast<std::int64_t>(d->tx_bytes));
+  r.set(engine_field::nic_rx_bytes, static_cast<std::int64_t>(d->rx_bytes));
+  if (loops_us > 0) r.set(engine_field::wire_gbps, gbps(nic_moved(*d), loops_us));
+  r.set(engine_field::nic_errors, nic_errors_text(*d));
+  std::string warn = asked.empty() ? "" : other_nic_warning(deltas, asked, expected);
+  if (!warn.empty()) r.set(engine_field::nic_warning, warn);
+  return warn;
+}
+
 double jain_index(const std::vector<double>& x) {
   double sum = 0, squares = 0;
   for (const double v : x) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/nic_counters.hpp"
 #include "core/record.hpp"
 #include "core/timer.hpp"
 #include "engine/ucx.hpp"
@@ -45,5 +46,15 @@ struct EngineSumPart {
 // `span_us` gets those spans. A broken part fails the sum, naming it.
 Record engine_sum_record(engine::Op op, const EngineClientConfig& cfg, EngineLane lane, Bytes bs,
                          const std::vector<EngineSumPart>& parts, std::vector<double>& span_us);
+
+// A lane's NIC fields, from the NIC counters around its timed loops: its
+// NIC (`asked`, from --nic; "": the NIC that moved at least half of the
+// lane's `expected` bytes, none in shared memory), that NIC's bytes and the
+// error counters that grew, wire GB/s (its bytes over `loops_us`, the timed
+// loops' total time) and, where the bytes went through another NIC than
+// asked, nic_warning. No counters for the NIC: no fields, never a guess.
+// Returns the warning ("": none).
+std::string set_nic_fields(Record& r, const std::vector<NicDelta>& deltas, const std::string& asked,
+                           Bytes expected, double loops_us);
 
 }  // namespace xb

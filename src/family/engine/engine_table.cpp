@@ -35,15 +35,34 @@ std::string part_text(const Record& r) {
   return lane >= 0 ? s + " " + which : s;
 }
 
+// A figure that a record may lack ("-"): latencies, wire GB/s.
 std::string latency_cell(const Record& r, FieldKey<double> key) {
   const auto v = r.get(key);
   return v ? fmt::format("{:.2f}", *v) : std::string("-");
+}
+
+// Under a table: each lane's NIC that counted errors, and each WARN.
+std::string nic_lines(const std::vector<const Record*>& rows) {
+  std::string out;
+  for (const Record* r : rows) {
+    const std::string where =
+        fmt::format("{}nic {}, block {}", part_text(*r).empty() ? "" : part_text(*r) + ", ",
+                    field_text(*r, engine_field::nic), field_text(*r, engine_field::block));
+    if (const auto e = r->get(engine_field::nic_errors); e && !e->empty())
+      out += fmt::format("NIC errors ({}): {}\n", where, *e);
+    if (const auto w = r->get(engine_field::nic_warning))
+      out += fmt::format("WARN ({}): {}\n", where, *w);
+  }
+  return out;
 }
 
 std::string table(const std::vector<const Record*>& rows) {
   const Record& f = *rows.front();
   const bool async = f.method == "async";
   const bool windowed = f.get(engine_field::window).has_value();
+  const bool wire = std::any_of(rows.begin(), rows.end(), [](const Record* r) {
+    return r->get(engine_field::wire_gbps).has_value();
+  });
   std::size_t part_w = 0;
   Bytes per_loop = 0;
   for (const Record* r : rows) {
@@ -64,6 +83,7 @@ std::string table(const std::vector<const Record*>& rows) {
                      "Requests", "Loops", "GB/s", "Max GB/s", "Loop(ms)",
                      async ? "Batch p50" : "Req p50", "p99(us)", "max(us)");
   out += async ? fmt::format(" {:>11} {:>11}", "Submit(us)", "Wait(us)") : "";
+  out += wire ? fmt::format(" {:>10}", "Wire GB/s") : "";
   out += windowed ? fmt::format(" {:>10}", "Mmsg/s") : "";
   out += fmt::format(" {:>6}\n", "Check");
   for (const Record* r : rows) {
@@ -82,10 +102,11 @@ std::string table(const std::vector<const Record*>& rows) {
     if (async)
       out += fmt::format(" {:>11} {:>11}", latency_cell(*r, engine_field::submit_us),
                          latency_cell(*r, engine_field::wait_us));
+    if (wire) out += fmt::format(" {:>10}", latency_cell(*r, engine_field::wire_gbps));
     if (windowed) out += fmt::format(" {:>10.3f}", r->get_or(engine_field::msg_rate, 0.0) / 1e6);
     out += fmt::format(" {:>6}\n", !r->verified ? "-" : *r->verified ? "ok" : "FAIL");
   }
-  return out;
+  return out + nic_lines(rows);
 }
 
 }  // namespace
