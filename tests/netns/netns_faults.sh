@@ -311,6 +311,22 @@ if has ok; then
     "rank 1 sent $tx bytes through its veth during remote_rma"
   ok_case coll_allreduce 2 -- coll allreduce -b 4K -e 1M -f 4 -n 5 -w 1
   ok_case kv 2 -- kv --block-bytes 256K --blocks 4,8 -n 2
+  # kv's records name the NIC its bytes crossed (xb0) and what its counters saw.
+  mpirun kv_nic 2 30 none 0 - -- kv --block-bytes 256K --blocks 8 -n 3 --format json -o "$tmp/kv_nic.json"
+  nic_check=$(python3 - "$tmp/kv_nic.json" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("0 the file does not parse: %s" % e); sys.exit()
+gets = [r for r in d["results"] if r["case"] in ("get", "put")]
+bad = [r for r in gets if r.get("nic") != "xb0" or not r["bytes"] * r["iters"] <= max(r.get("nic_rx_bytes", 0), r.get("nic_tx_bytes", 0)) <= 1.2 * r["bytes"] * r["iters"] + 1e6]
+print("%d %d records, %d without xb0's counters matching their bytes (e.g. %s)" % (
+    0 if bad or not gets else 1, len(gets), len(bad),
+    ", ".join("%s rank %s: nic %s rx %s tx %s for %d bytes" % (r["case"], r["src"], r.get("nic"), r.get("nic_rx_bytes"), r.get("nic_tx_bytes"), r["bytes"] * r["iters"]) for r in (bad or gets)[:2])))
+EOF
+)
+  verdict kv_nic ok "${nic_check%% *}" "exit $rc: ${nic_check#* }"
   # --transport shm across "hosts" must be refused (one line, exit 2).
   mpirun shm_refused 2 60 none 0 - -- remote --transport shm -s 4K
   verdict shm_refused ok $([ $rc -eq 2 ] && grep -q "needs all ranks on one host" "$tmp/shm_refused.err" && echo 1 || echo 0) \
