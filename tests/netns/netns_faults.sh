@@ -327,6 +327,23 @@ print("%d %d records, %d without xb0's counters matching their bytes (e.g. %s)" 
 EOF
 )
   verdict kv_nic ok "${nic_check%% *}" "exit $rc: ${nic_check#* }"
+  # coll's records name each rank's NIC (xb0) and what it counted over the timed calls.
+  mpirun coll_nic 2 30 none 0 - -- coll allreduce -b 1M -e 1M -n 5 -w 1 --format json -o "$tmp/coll_nic.json"
+  nic_check=$(python3 - "$tmp/coll_nic.json" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("0 the file does not parse: %s" % e); sys.exit()
+rows = [r for r in d["results"] if r.get("status") == "ok"]
+bad = [r for r in rows if r.get("rank_nics") != "xb0,xb0" or not r.get("wire_gbps")
+       or any(not 0.5 * r["bytes"] * r["iters"] <= n <= 3 * r["bytes"] * r["iters"] + 1e6 for n in r.get("rank_nic_tx_bytes", [0]))]
+print("%d %d rows, %d without xb0's counters matching their bytes (e.g. %s)" % (
+    0 if bad or not rows else 1, len(rows), len(bad),
+    ", ".join("nics %s tx %s for %d bytes, wire %s GB/s beside busbw %.3g" % (r.get("rank_nics"), r.get("rank_nic_tx_bytes"), r["bytes"] * r["iters"], r.get("wire_gbps"), r.get("busbw", 0)) for r in (bad or rows)[:2])))
+EOF
+)
+  verdict coll_nic ok "${nic_check%% *}" "exit $rc: ${nic_check#* }"
   # --transport shm across "hosts" must be refused (one line, exit 2).
   mpirun shm_refused 2 60 none 0 - -- remote --transport shm -s 4K
   verdict shm_refused ok $([ $rc -eq 2 ] && grep -q "needs all ranks on one host" "$tmp/shm_refused.err" && echo 1 || echo 0) \

@@ -167,7 +167,7 @@ TEST(CollRanks, DeviceTimedOrEvenRanksNameNoOne) {
   EXPECT_FALSE(is_straggler(s.spread, s.share, 6)) << s.spread << " " << s.share;
   EXPECT_FALSE(is_straggler(3.0, 1.0, 4));   // too few iterations
   EXPECT_FALSE(is_straggler(3.0, 0.4, 20));  // not the slowest often enough
-  EXPECT_EQ(find_straggler(RankTimes{{{1, 2}}, {{1, 2}}}).rank, -1);  // one rank
+  EXPECT_EQ(find_straggler(RankTimes{{{1, 2}}, {{1, 2}}, {}}).rank, -1);  // one rank
 }
 
 // Review N6: a device stream's times (in_call == iter) carry no arrival,

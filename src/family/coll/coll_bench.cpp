@@ -7,6 +7,8 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "backend/common/device_wait.hpp"
@@ -15,6 +17,7 @@
 #include "core/sysinfo.hpp"
 #include "core/timer.hpp"
 #include "family/cycles.hpp"
+#include "family/nic_fields.hpp"
 
 namespace xb {
 namespace {
@@ -177,6 +180,9 @@ RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const Co
   for (int i = 0; i < cfg.warmup; ++i) call(i);
   comm.synchronize();
   rt.barrier(Runtime::Wait::spin);  // the timed calls start together
+  NicWindow nics;
+  const bool count = !rt.single_host();
+  if (count) nics.open();
   Timed mine;
   if (marks) {
     const std::function<void(int)> slowed = [&](int i) {
@@ -204,7 +210,14 @@ RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const Co
       t0 = t2;
     }
   }
-  return gather_times(rt, mine);
+  RankTimes all = gather_times(rt, mine);
+  if (count) {
+    std::string text;
+    if (const std::optional<NicDelta> d = nics.close(1))
+      text = fmt::format("{}\t{}\t{}\t{}", d->nic, d->tx_bytes, d->rx_bytes, nic_errors_text(*d));
+    all.nics = rt.allgather(text);
+  }
+  return all;
 }
 
 // A fresh run outside timing, into a poisoned output (out of place), and
@@ -240,6 +253,42 @@ void set_skew(Record& r, const CollCase& c, const CollCounts& k) {
   r.set(coll_field::pair_counts, std::vector<std::int64_t>(k.pairs.begin(), k.pairs.end()));
 }
 
+// Each rank's NIC over the timed calls (RankTimes::nics), where counted.
+void set_rank_nics(Record& r, const RankTimes& t, const std::vector<std::string>& hosts) {
+  if (t.nics.empty()) return;
+  std::vector<std::string> names;
+  std::vector<std::int64_t> tx, rx;
+  std::vector<double> wire;
+  std::string errors;
+  bool any = false;
+  for (std::size_t k = 0; k < t.nics.size(); ++k) {
+    std::istringstream in(t.nics[k]);
+    std::string nic, errs;
+    std::uint64_t sent = 0, got = 0;
+    std::getline(in, nic, '\t');
+    in >> sent >> got;
+    in.ignore(1);
+    std::getline(in, errs);
+    any = any || !nic.empty();
+    names.push_back(nic);
+    tx.push_back(static_cast<std::int64_t>(sent));
+    rx.push_back(static_cast<std::int64_t>(got));
+    double us = 0;
+    if (k < t.iter.size())
+      for (double u : t.iter[k]) us += u;
+    if (!nic.empty() && us > 0) wire.push_back(static_cast<double>(std::max(sent, got)) / us / 1e3);
+    if (!errs.empty())
+      errors += fmt::format("{}rank {} ({}) {}: {}", errors.empty() ? "" : "; ", k,
+                            k < hosts.size() ? hosts[k] : std::string("?"), nic, errs);
+  }
+  if (!any) return;
+  r.set(coll_field::rank_nics, fmt::format("{}", fmt::join(names, ",")));
+  r.set(coll_field::rank_nic_tx_bytes, std::move(tx));
+  r.set(coll_field::rank_nic_rx_bytes, std::move(rx));
+  if (!wire.empty()) r.set(coll_field::wire_gbps, compute_stats(wire).median);
+  if (!errors.empty()) r.set(coll_field::nic_errors, errors);
+}
+
 // The slowest rank and, with --samples, every rank's iterations.
 void set_ranks(Record& r, const RankTimes& t, const std::vector<std::string>& hosts,
                const CollConfig& cfg) {
@@ -250,6 +299,7 @@ void set_ranks(Record& r, const RankTimes& t, const std::vector<std::string>& ho
     r.set(coll_field::rank_spread, s.spread);
     r.set(coll_field::slowest_share, s.share);
   }
+  set_rank_nics(r, t, hosts);
   if (!cfg.samples) return;
   std::vector<double> iter, in_call;
   for (const auto& v : t.iter) iter.insert(iter.end(), v.begin(), v.end());

@@ -39,6 +39,15 @@ inline constexpr FieldKey<double> slowest_share{"slowest_share"};
 inline constexpr FieldKey<std::vector<double>> rank_median_us{"rank_median_us"};
 inline constexpr FieldKey<std::vector<double>> samples_us{"samples_us"};
 inline constexpr FieldKey<std::vector<double>> in_call_us{"in_call_us"};
+// Ranks on several hosts: each rank's busiest NIC over the timed calls
+// (core/nic_counters.hpp), rank by rank ("" where none moved bytes), its
+// counted bytes, the median over the ranks of their wire GB/s, and the
+// error counters that grew ("rank 1 (vm2) mlx5_0:1: symbol_error +412").
+inline constexpr FieldKey<std::string> rank_nics{"rank_nics"};
+inline constexpr FieldKey<std::vector<std::int64_t>> rank_nic_tx_bytes{"rank_nic_tx_bytes"};
+inline constexpr FieldKey<std::vector<std::int64_t>> rank_nic_rx_bytes{"rank_nic_rx_bytes"};
+inline constexpr FieldKey<double> wire_gbps{"wire_gbps"};
+inline constexpr FieldKey<std::string> nic_errors{"nic_errors"};
 }  // namespace coll_field
 
 struct CollConfig {

@@ -42,6 +42,18 @@ class CollFamily final : public Family {
              "slowest rank's median own time / the other ranks' median")
         .add(coll_field::slowest_share, FieldRole::info,
              "fraction of iterations in which slowest_rank was the slowest")
+        .add(coll_field::rank_nics, FieldRole::info,
+             "ranks on several hosts: each rank's NIC that moved the most over the timed calls, "
+             "rank by rank (\"\": none moved bytes, e.g. shared memory or no counters)")
+        .add(coll_field::rank_nic_tx_bytes, FieldRole::info,
+             "bytes each rank's NIC counted sending over the timed calls (the host's counters)")
+        .add(coll_field::rank_nic_rx_bytes, FieldRole::info,
+             "bytes each rank's NIC counted receiving")
+        .add(coll_field::wire_gbps, FieldRole::info,
+             "median over the ranks of their NIC's bytes (the larger way) over their timed calls' "
+             "time, GB/s: the wire beside algbw and busbw")
+        .add(coll_field::nic_errors, FieldRole::info,
+             "NIC error counters that grew over the timed calls, by rank")
         .add(coll_field::rank_median_us, FieldRole::info,
              "--samples: each rank's median own time (iteration less waiting for the last "
              "arrival), us")

@@ -19,6 +19,9 @@ namespace xb {
 struct RankTimes {
   std::vector<std::vector<double>> iter;     // [rank][iteration], us
   std::vector<std::vector<double>> in_call;  // [rank][iteration], us; == iter on a stream
+  // Ranks on several hosts: each rank's busiest NIC over the timed calls,
+  // "NIC\tTX\tRX\tERRORS" ("" where none moved bytes); empty: not counted.
+  std::vector<std::string> nics;
 };
 
 struct Straggler {
