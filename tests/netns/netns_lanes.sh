@@ -13,7 +13,8 @@
 #     NIC counters (nic_rx_bytes) hold the bytes of its timed loops, within
 #     10 % (TCP/IP headers), and no lane is warned about.
 #  2. doctor on b: --checks engine --engine-server both --nic xb0,xb1: exit 1,
-#     the xb1 lane FAIL, named, the xb0 lane not FAIL.
+#     the xb1 lane FAIL, named, the xb0 lane not FAIL; each row says what its
+#     NIC counted over the lane's loops (the lane's bytes).
 #  3. a lane given --nic xb0 to the server on xb1's address: the kernel routes
 #     it through xb1 whatever the NIC (UCX's TCP transport does not bind its
 #     socket to the device), so its record carries nic_warning naming xb1,
@@ -142,6 +143,12 @@ fast = [r for r in rs if 'nic xb0' in r['method']]
 assert len(slow) == 1 and len(fast) == 1, rs
 assert slow[0]['verdict'] == 'FAIL' and 'nic xb1' in slow[0]['why'], slow
 assert fast[0]['verdict'] != 'FAIL', fast
+# Each row carries what its NIC counted over the lane's loops: the lane's bytes (within 10 %).
+import re
+for r in slow + fast:
+    m = re.search(r'nic (xb[01]) counted ([0-9.]+) MB over the lane.s ([0-9.]+) MB', r['why'])
+    assert m and m.group(1) in r['method'], r['why']
+    assert float(m.group(3)) <= float(m.group(2)) <= 1.1 * float(m.group(3)) + 0.2, r['why']
 print('doctor:', slow[0]['why'])
 PY
 wait

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "backend/select/select.hpp"
 #include "family/doctor/doctor_context.hpp"
@@ -11,6 +12,25 @@
 
 namespace xb::doctor {
 namespace {
+
+// What a lane's NIC counted over its timed loops (its record's fields, from
+// core/nic_counters): "; xb1 counted 41.9 MB of the lane's 41.9 MB", the
+// error counters that grew, and a WARN that the bytes took another NIC.
+// "" where the NIC has no counters.
+std::string counter_evidence(const Record& r) {
+  std::string out;
+  const auto rx = r.get(engine_field::nic_rx_bytes), tx = r.get(engine_field::nic_tx_bytes);
+  if (rx && tx) {
+    const double moved = static_cast<double>(std::max(*rx, *tx));
+    const double lane = static_cast<double>(r.bytes) * r.iters;
+    out += fmt::format("; nic {} counted {:.1f} MB over the lane's {:.1f} MB",
+                       r.get(engine_field::nic).value_or("?"), moved / 1e6, lane / 1e6);
+  }
+  if (const auto e = r.get(engine_field::nic_errors); e && !e->empty())
+    out += "; error counters that grew: " + *e;
+  if (const auto w = r.get(engine_field::nic_warning); w && !w->empty()) out += "; WARN: " + *w;
+  return out;
+}
 
 class Engine final : public Check {
  public:
@@ -110,6 +130,7 @@ class Engine final : public Check {
     cfg.journal = false;
     cfg.peer_errors = true;  // another host: a lost server fails its lane, never hangs
     cfg.timeout_s = 10;
+    cfg.nic_counters = true;  // each lane's NIC counters: evidence in its row
     try {
       auto host = make_backend("host");
       std::vector<std::unique_ptr<engine::ServerLink>> links;
@@ -122,6 +143,7 @@ class Engine final : public Check {
       EngineRun run = run_engine_client(targets, cfg, 0, *host);
       for (auto& l : links) l->bye();
       std::vector<EngineLaneFigures> figures;
+      std::map<std::string, std::string> evidence;  // where -> what its NIC's counters say
       for (std::size_t i = 0; i < run.records.size(); ++i) {
         const Record& r = run.records[i];
         const auto server = r.get(engine_field::server).value_or("");
@@ -131,9 +153,10 @@ class Engine final : public Check {
         std::string where =
             lane >= 0 ? fmt::format("lane {} to {}", lane, server) : "lane to " + server;
         if (!nic.empty()) where += fmt::format(" (nic {})", nic);
+        evidence[where] = counter_evidence(r);
         if (r.status != Status::ok) {
           ctx.add_row({name(), where, Verdict::fail, 0, 0, "GB/s",
-                       fmt::format("the lane failed: {}", r.reason)});
+                       fmt::format("the lane failed: {}{}", r.reason, evidence[where])});
           continue;
         }
         EngineLaneFigures f{where, nic, nic.empty() ? 0 : nic_line_gbps(nic), {}};
@@ -141,7 +164,10 @@ class Engine final : public Check {
           f.gbps.push_back(us > 0 ? static_cast<double>(r.bytes) / us / 1e3 : 0);
         figures.push_back(std::move(f));
       }
-      for (Finding& f : judge_engine_lanes(figures)) ctx.add_row(f);
+      for (Finding& f : judge_engine_lanes(figures)) {
+        f.why += evidence[f.where];
+        ctx.add_row(f);
+      }
     } catch (const std::exception& e) {  // a server named and not reached (or refused): FAIL
       ctx.add_row({name(), "lanes", Verdict::fail, 0, 0, "GB/s",
                    fmt::format("the engine's lanes did not run: {}", e.what())});
