@@ -32,6 +32,9 @@ struct DeviceInfo {
   Bytes memory = 0;     // capacity in bytes, 0 when unknown
   double clock_hz = 0;  // the clock its cycle counts use, 0 when none
   int cores = 0;        // what --threads counts: the node's CPUs (host), SMs (cuda); 0 unknown
+  // NVML's spellings (dcgm-exporter's labels; backend/common/nvlink.hpp):
+  // "00000000:17:00.0", "GPU-...", "" where the backend does not know them.
+  std::string pci_bus_id{}, uuid{};
 };
 
 // Memory owned by a backend. data() is the address the backend's copiers use;

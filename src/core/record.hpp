@@ -96,6 +96,9 @@ struct DeviceSummary {
   int id = 0;
   std::string name;
   int numa = -1;
+  // NVML's spellings where the backend knows them (the Prometheus labels
+  // `pci_bus_id` and `UUID`); not written to JSON.
+  std::string pci_bus_id{}, uuid{};
 };
 
 struct EnvInfo {

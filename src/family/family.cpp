@@ -73,8 +73,8 @@ std::string render(const Family& f, const Report& r, Format fmt) {
 }
 
 std::string Family::prometheus(const Report&) const {
-  throw UsageError("--format prom is doctor's (health checks for Prometheus); " + name() +
-                   " writes table, json, csv or jsonl");
+  throw UsageError("--format prom is doctor's and fleet's (health checks for Prometheus); " +
+                   name() + " writes table, json, csv or jsonl");
 }
 
 Support host_memory_only(const Capabilities& c) {

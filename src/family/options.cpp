@@ -73,9 +73,9 @@ void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offe
                    "with (mpiexec or mpirun; XFERBENCH_MPIEXEC names another)")
         ->check(CLI::Range(1, 4096));
   if (offered.monitor) {
-    auto* d = app.add_option("--duration", opts.duration,
-                             "repeat the measurement for this long (30s, 10m, 2h): records get "
-                             "cycle and t_unix")
+    auto* d = app.add_option(
+                     "--duration", opts.duration,
+                     "repeat the measurement for this long (30s, 10m, 2h): " + offered.cycle_gives)
                   ->type_name("TIME");
     auto* c =
         app.add_option("--cycles", opts.cycles, "repeat the measurement N times (0: until Ctrl-C)")

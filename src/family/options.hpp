@@ -43,6 +43,8 @@ struct OfferedOptions {
   bool ranks = false;                     // --ranks N
   bool prom = false;                      // --format prom (Family::prometheus)
   bool monitor = false;                   // --duration / --cycles
+  // What a cycle gives, for their help.
+  std::string cycle_gives = "records get cycle and t_unix";
 };
 
 // A number option's check: a finite number in [lo, hi] (lo excluded when

@@ -38,7 +38,8 @@ EnvInfo env_of(const Backend& backend) {
   env.cpu = cpu_model();
   env.cores = online_cores();
   env.backend = backend.name();
-  for (const auto& d : backend.devices()) env.devices.push_back({d.id, d.name, d.numa});
+  for (const auto& d : backend.devices())
+    env.devices.push_back({d.id, d.name, d.numa, d.pci_bus_id, d.uuid});
   env.software = software_versions();
   for (auto& s : backend.software()) env.software.push_back(std::move(s));
   return env;
@@ -63,8 +64,11 @@ struct Output::State {
     stream << text;
     stream.flush();
   }
-  // After a record: the file has it.
+  // After a record: the file has it. Not prom's: an exposition is a whole
+  // run's metrics (node_exporter's textfile collector would serve half a
+  // run's as the node's state), written by emit() only.
   void written(const Record& r) {
+    if (format == Format::prom) return;
     if (format == Format::jsonl) {
       append(jsonl_record(r));
     } else {
@@ -78,7 +82,7 @@ struct Output::State {
     partial.summary.emplace_back("stopped_by", stopped_by);
     if (!lost.empty()) partial.summary.emplace_back("lost", lost);
     partial.summary.emplace_back("records_done", static_cast<std::int64_t>(partial.results.size()));
-    if (opts.output.empty()) return;
+    if (opts.output.empty() || format == Format::prom) return;  // keeps the last whole one
     if (format == Format::jsonl)
       append(jsonl_summary(partial));
     else
@@ -145,7 +149,7 @@ void Output::begin(const Family& f, Report head) {
   st_->partial = std::move(head);
   st_->begun = true;
   State* s = st_.get();
-  if (!s->opts.output.empty()) {
+  if (!s->opts.output.empty() && s->format != Format::prom) {
     const bool jsonl = s->format == Format::jsonl;
     const std::string first = jsonl ? jsonl_head(s->partial) : render(f, s->partial, s->format);
     if (!s->rewrite) {

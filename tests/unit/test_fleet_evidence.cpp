@@ -4,6 +4,7 @@
 
 #include "family/fleet/fleet_evidence.hpp"
 #include "family/fleet/fleet_pairs.hpp"
+#include "family/fleet/fleet_rails.hpp"
 
 namespace xb {
 namespace {
@@ -81,6 +82,23 @@ TEST(FleetPairs, NicCountsTravelWithASide) {
   EXPECT_EQ(back.nics[1].errors[0].first, "rx_errors");
   EXPECT_EQ(back.nics[1].errors[0].second, 3u);
   EXPECT_TRUE(back.nics[2].nic.empty());
+}
+
+TEST(FleetRails, ALabelParsesBackIntoItsParts) {
+  const auto r = parse_rail_label(rail_label("vm#3", 1, "mlx5_1:1"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->host, "vm#3");
+  EXPECT_EQ(r->rail, 1);
+  EXPECT_EQ(r->nic, "mlx5_1:1");
+  const auto own = parse_rail_label("rail 12 (eth1)");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->host, "");
+  EXPECT_EQ(own->rail, 12);
+  EXPECT_EQ(own->nic, "eth1");
+  EXPECT_FALSE(parse_rail_label("vm3"));
+  EXPECT_FALSE(parse_rail_label("guardrail 1 (x)"));
+  EXPECT_FALSE(parse_rail_label("vm3 rail x (eth0)"));
+  EXPECT_FALSE(parse_rail_label("all"));
 }
 
 }  // namespace

@@ -47,4 +47,19 @@ std::string pci_key(unsigned domain, unsigned bus, unsigned device) {
   return fmt::format("{:04x}:{:02x}:{:02x}", domain & 0xffffu, bus, device);
 }
 
+std::string nvml_bus_id(const std::string& bus_id) {
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return "";
+  return fmt::format("{:08X}:{:02X}:{:02X}.{:X}", domain, bus, dev, fn);
+}
+
+std::string nvml_uuid(const unsigned char (&bytes)[16]) {
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += fmt::format("{:02x}", bytes[i]);
+  }
+  return out;
+}
+
 }  // namespace xb

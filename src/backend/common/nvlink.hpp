@@ -36,4 +36,11 @@ std::string pci_key(const std::string& bus_id);
 // The same key from the numbers (NVML's PCI info).
 std::string pci_key(unsigned domain, unsigned bus, unsigned device);
 
+// The spellings of NVML (nvmlPciInfo_t.busId, nvmlDeviceGetUUID) that
+// dcgm-exporter writes as its `pci_bus_id` and `UUID` labels, so that
+// doctor's metrics join with its: "0000:3b:00.0" -> "00000000:3B:00.0"
+// ("" for garbage); 16 bytes -> "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+std::string nvml_bus_id(const std::string& bus_id);
+std::string nvml_uuid(const unsigned char (&bytes)[16]);
+
 }  // namespace xb

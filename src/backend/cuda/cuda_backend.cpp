@@ -14,6 +14,7 @@
 #include "backend/common/hwloc_util.hpp"
 #include "backend/common/last_error.hpp"
 #include "backend/common/nccl_rules.hpp"
+#include "backend/common/nvlink.hpp"
 #include "backend/common/pcie_sysfs.hpp"
 #include "backend/cuda/cuda_internal.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
@@ -169,6 +170,10 @@ CudaBackend::CudaBackend() {
     g.sms = sms;
     g.max_tile = static_cast<int>(p.sharedMemPerBlockOptin);
     g.info.id = d;
+    g.info.pci_bus_id = nvml_bus_id(bus);
+    unsigned char uuid[16];
+    for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(p.uuid.bytes[i]);
+    g.info.uuid = nvml_uuid(uuid);
     g.model = p.name;
     g.info.memory = p.totalGlobalMem;
     g.info.clock_hz = khz * 1e3;

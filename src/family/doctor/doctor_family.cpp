@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "family/backend_choice.hpp"
+#include "family/cycles.hpp"
 #include "family/doctor/doctor_ranks.hpp"
 #include "family/doctor/doctor_run.hpp"
 #include "family/engine/engine_bench.hpp"
@@ -98,6 +99,9 @@ class DoctorFamily final : public Family {
     OfferedOptions which;
     which.ranks = true;
     which.prom = true;
+    which.monitor = true;
+    which.cycle_gives =
+        "each cycle's whole report replaces -o (one complete Prometheus exposition a cycle)";
     add_run_options(app, run_, which);
     app.footer(kAbout + doctor::checks_help() + kOnABusyNode);
   }
@@ -122,10 +126,30 @@ class DoctorFamily final : public Family {
     ChosenBackend chosen = choose_backend(*this, run_.backend, nullptr);
     Backend& be = *chosen.backend;
     Output out(run_);
+    // --duration / --cycles: the whole doctor again each cycle, each
+    // report written whole (-o replaced: node_exporter's textfile collector
+    // reads the last cycle's); the exit code is the worst cycle's.
+    int rc = 0, cycle = 0;
+    run_cycles(run_, nullptr, [&] {
+      Report report = once(be, chosen.broken, plan, checks, target);
+      if (monitoring()) report.params.emplace_back("cycle", std::int64_t{cycle++});
+      out.emit([&](Format fmt) { return render(*this, report, fmt); });
+      rc = std::max(rc, finish(report, run_, schema_));
+      return std::vector<Record>{};
+    });
+    return rc;
+  }
+
+ private:
+  bool monitoring() const { return !run_.duration.empty() || run_.cycles >= 0; }
+
+  // One doctor run on `be`: its report.
+  Report once(Backend& be, const std::string& broken, const doctor::Plan& plan,
+              const std::set<std::string>& checks, doctor::EngineTarget target) const {
     doctor::Outcome doc = doctor::run(be, plan, checks, progress_for(run_), std::move(target));
     std::vector<Finding>& findings = doc.findings;
-    if (!chosen.broken.empty())  // a GPU there but failing: the machine's first finding
-      findings.insert(findings.begin(), {"backend", "-", Verdict::fail, 0, 0, "", chosen.broken});
+    if (!broken.empty())  // a GPU there but failing: the machine's first finding
+      findings.insert(findings.begin(), {"backend", "-", Verdict::fail, 0, 0, "", broken});
     if (run_.ranks > 1) {
       for (auto& f : doctor::cross_rank(run_.ranks, be.name(), doc.reference))
         findings.push_back(f);
@@ -148,10 +172,9 @@ class DoctorFamily final : public Family {
     for (const Finding& f : findings)  // the d2d rows measured at their own size
       report.results.push_back(
           finding_record(f, f.where.rfind("d2d ", 0) == 0 ? doc.d2d_size : plan.size));
-    return report_once(*this, std::move(report), run_, out);
+    return report;
   }
 
- private:
   // --checks: names from the registry (default: all of them).
   std::set<std::string> checks_asked() const {
     const auto& names = doctor::check_names();

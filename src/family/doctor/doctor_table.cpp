@@ -1,8 +1,6 @@
-// doctor's outputs from its records: the verdict table with its note, and
-// the Prometheus text (node_exporter's textfile collector).
+// doctor's verdict table and its note (the Prometheus text: doctor_prom.cpp).
 #include <fmt/format.h>
 
-#include <ctime>
 #include <functional>
 
 #include "family/doctor/doctor_family.hpp"
@@ -13,14 +11,6 @@ namespace {
 
 std::string verdict_of(const Record& rec) {
   return rec.get_or(doctor_field::verdict, std::string("-"));
-}
-
-// Prometheus label value: backslash, quote and newline escaped.
-std::string esc(const std::string& v) {
-  std::string o;
-  for (char c : v)
-    o += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
-  return o;
 }
 
 }  // namespace
@@ -63,52 +53,6 @@ std::string verdict_table(const std::vector<Record>& results,
 std::string doctor_tables(const Report& r) {
   return verdict_table(r.results, [](const Record&) { return true; },
                        {10, 24, [](double x) { return fmt::format("{:.2f}", x); }});
-}
-
-// One gauge family per figure, a sample per check with its labels; the
-// verdict as a number (0 PASS, 1 WARN, 2 FAIL, -1 none) and as a label.
-std::string doctor_prometheus(const Report& r) {
-  const std::string common =
-      fmt::format("backend=\"{}\",host=\"{}\"", esc(r.env.backend), esc(r.env.host));
-  std::string out;
-  const auto family = [&](const char* name, const char* help,
-                          const std::function<double(const Record&)>& value, bool with_verdict) {
-    out += fmt::format("# HELP xferbench_doctor_{} {}\n# TYPE xferbench_doctor_{} gauge\n", name,
-                       help, name);
-    for (const Record& rec : r.results)
-      out += fmt::format("xferbench_doctor_{}{{check=\"{}\",where=\"{}\",unit=\"{}\",{}{}}} {}\n",
-                         name, esc(rec.kase), esc(rec.method),
-                         esc(rec.get_or(doctor_field::unit, std::string())), common,
-                         with_verdict ? fmt::format(",verdict=\"{}\"", esc(verdict_of(rec))) : "",
-                         value(rec));
-  };
-  family(
-      "measured", "the measured figure of a check, in its unit",
-      [](const Record& x) { return x.get_or(doctor_field::measured, 0.0); }, false);
-  family(
-      "expected", "what the link should give, in the check's unit; 0: no expected figure",
-      [](const Record& x) { return x.get_or(doctor_field::expected, 0.0); }, false);
-  family(
-      "ratio", "measured / expected; 0: no expected figure",
-      [](const Record& x) { return x.get_or(doctor_field::ratio, 0.0); }, false);
-  family(
-      "verdict", "0 PASS, 1 WARN, 2 FAIL, -1 nothing to hold it against",
-      [](const Record& x) {
-        const std::string v = verdict_of(x);
-        return v == "PASS" ? 0.0 : v == "WARN" ? 1.0 : v == "FAIL" ? 2.0 : -1.0;
-      },
-      true);
-  int fails = 0;
-  for (const Record& rec : r.results) fails += rec.status == Status::failed;
-  out += fmt::format(
-      "# HELP xferbench_doctor_failed_checks checks with the verdict FAIL\n"
-      "# TYPE xferbench_doctor_failed_checks gauge\n"
-      "xferbench_doctor_failed_checks{{{}}} {}\n"
-      "# HELP xferbench_doctor_run_timestamp_seconds when this doctor run ended (Unix time)\n"
-      "# TYPE xferbench_doctor_run_timestamp_seconds gauge\n"
-      "xferbench_doctor_run_timestamp_seconds{{{}}} {}\n",
-      common, fails, common, static_cast<long long>(std::time(nullptr)));
-  return out;
 }
 
 }  // namespace xb

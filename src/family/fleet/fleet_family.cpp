@@ -24,6 +24,7 @@
 #include "family/fleet/fleet_evidence.hpp"
 #include "family/fleet/fleet_judge.hpp"
 #include "family/fleet/fleet_pairs.hpp"
+#include "family/fleet/fleet_prom.hpp"
 #include "family/fleet/fleet_rails.hpp"
 #include "family/fleet/fleet_schedule.hpp"
 #include "family/fleet/fleet_steps.hpp"
@@ -187,6 +188,7 @@ class FleetFamily final : public Family {
            "FAIL\n";
   }
   std::string tables(const Report& r) const override;
+  std::string prometheus(const Report& r) const override { return fleet_prometheus(r); }
 
   void add_options(CLI::App& app) override {
     app.add_option_function<std::string>(
@@ -252,7 +254,8 @@ class FleetFamily final : public Family {
                     {.iters = "timed transfers per direction (default 5)",
                      .warmup = "warm-up transfers (default 1)",
                      .check = "skip verification of the received bytes",
-                     .ranks = true});
+                     .ranks = true,
+                     .prom = true});
     app.footer(
         R"(One rank per host (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node, or MPICH's
 mpiexec -ppn 1): a census (doctor --quick on every host, each figure held

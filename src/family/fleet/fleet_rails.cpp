@@ -100,4 +100,24 @@ std::string rail_label(const std::string& host, int rail, const std::string& nic
   return fmt::format("{} rail {} ({})", host, rail, nic);
 }
 
+std::optional<RailName> parse_rail_label(const std::string& name) {
+  const std::size_t at = name.rfind("rail ");
+  if (at == std::string::npos || (at > 0 && name[at - 1] != ' ') || name.back() != ')')
+    return std::nullopt;
+  const std::size_t open = name.find(" (", at);
+  if (open == std::string::npos) return std::nullopt;
+  RailName out;
+  try {
+    std::size_t used = 0;
+    const std::string number = name.substr(at + 5, open - at - 5);
+    out.rail = std::stoi(number, &used);
+    if (used != number.size() || out.rail < 0) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  out.host = at > 0 ? name.substr(0, at - 1) : "";
+  out.nic = name.substr(open + 2, name.size() - open - 3);
+  return out;
+}
+
 }  // namespace xb

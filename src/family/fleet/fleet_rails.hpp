@@ -4,6 +4,7 @@
 // pair of a rail moves its bytes through NIC i of both hosts, not through
 // whichever NIC MPI picks; the pair itself is the same (fleet_pairs.hpp).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,14 @@ std::unique_ptr<PairLink> open_rail(Runtime& rt, const std::string& nic);
 
 // "H#3 rail 1 (xb1)": how verdicts name a host on a rail.
 std::string rail_label(const std::string& host, int rail, const std::string& nic);
+
+// rail_label's parts back, from a name or a rail alone ("rail 1 (xb1)": no
+// host); nullopt for a name of no rail.
+struct RailName {
+  std::string host;  // "" for a rail's own rows
+  int rail = -1;
+  std::string nic;
+};
+std::optional<RailName> parse_rail_label(const std::string& name);
 
 }  // namespace xb
