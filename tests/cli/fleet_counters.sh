@@ -1,10 +1,10 @@
 #!/bin/sh
 # fleet_counters.sh XFERBENCH MPIEXEC: NIC counters in fleet's records and rows.
 # Three ranks on one rail, lo; XFERBENCH_SYSFS_ROOT points at a tree of its own
-# whose lo moves 4 MiB and counts one more rx_errors every 20 ms while fleet
-# runs (a writer replaces the files whole). Each send record must carry
-# lo's nic_tx_bytes/nic_rx_bytes (0 in a step shorter than the writer's
-# period), some the bytes and rx_errors that grew, and each host row the
+# whose lo moves 4 MiB and counts one more rx_errors every millisecond while
+# fleet runs (a writer replaces the files whole). Each send record must carry
+# lo's nic_tx_bytes/nic_rx_bytes (0 in a part of a step shorter than the
+# writer's period), some the bytes and rx_errors that grew, and each host row the
 # errors of its pairs; without the writer, 0 bytes and no errors (the control).
 set -u
 xb=$1 mpiexec=$2
@@ -14,21 +14,25 @@ trap '[ -n "$writer" ] && kill $writer 2>/dev/null; rm -rf "$tmp"' EXIT
 stats=$tmp/root/sys/class/net/lo/statistics
 mkdir -p "$stats"
 for f in tx_bytes rx_bytes tx_errors rx_errors tx_dropped rx_dropped; do echo 0 >"$stats/$f"; done
-put() { echo "$2" >"$stats/.$1" && mv "$stats/.$1" "$stats/$1"; }
 run() {  # run NAME: fleet on lo, the JSON in $tmp/NAME.json; exit 0 or 1 (a FAIL: noise on 2 cores)
   XFERBENCH_SYSFS_ROOT=$tmp/root "$mpiexec" -n 3 "$xb" fleet --backend host --rails --nic lo \
-    -s 1M -n 2 --pings 10 --no-census --format json -o "$tmp/$1.json" >"$tmp/$1.out" 2>&1
+    -s 8M -n 3 --pings 10 --no-census --format json -o "$tmp/$1.json" >"$tmp/$1.out" 2>&1
   [ $? -le 1 ] && [ -s "$tmp/$1.json" ]
 }
 run control || { echo "control run failed:"; cat "$tmp/control.out"; exit 1; }
-(
-  n=0
-  while :; do
-    n=$((n + 1))
-    put tx_bytes $((n * 4194304)); put rx_bytes $((n * 4194304)); put rx_errors $n
-    sleep 0.02
-  done
-) &
+/usr/bin/python3 - "$stats" <<'PY' &
+import os, sys, time
+stats, n = sys.argv[1], 0
+def put(name, value):
+    tmp = os.path.join(stats, "." + name)
+    with open(tmp, "w") as f:
+        f.write("%d\n" % value)
+    os.replace(tmp, os.path.join(stats, name))
+while True:  # every millisecond: 4 MiB more each way, one more rx_errors
+    n += 1
+    put("tx_bytes", n * 4194304); put("rx_bytes", n * 4194304); put("rx_errors", n)
+    time.sleep(0.001)
+PY
 writer=$!
 run grown || { echo "run with growing counters failed:"; cat "$tmp/grown.out"; exit 1; }
 kill $writer; writer=
@@ -46,7 +50,7 @@ for path, grown in ((sys.argv[1], False), (sys.argv[2], True)):
     print("%s: %d send records, %d with lo's counters, %d of them moved, %d with rx_errors, %d of %d host rows with evidence"
           % ("grown" if grown else "control", len(sends), len(fields), len(counted), len(with_errors), len(rows), len(hosts)))
     if not sends or not hosts: bad.append(path + ": no send or host records")
-    # Every record says what lo counted, 0 included (a step shorter than the writer's 20 ms).
+    # Every record says what lo counted, 0 included (a part shorter than the writer's period).
     if len(fields) != len(sends): bad.append(path + ": a send record without lo's counters")
     if grown:
         if not counted or not with_errors: bad.append("no send record with the bytes and rx_errors that grew")

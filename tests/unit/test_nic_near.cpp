@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/nic_near.hpp"
+#include "family/fleet/fleet_rails.hpp"
 
 namespace xb {
 namespace {
@@ -51,6 +52,24 @@ TEST(NicNear, EachGpuGetsTheNicBehindItsOwnSwitch) {
   EXPECT_EQ(nearest_nics({pci_path("0000:17:00.0", kRoot)}, only_eth),
             (std::vector<std::string>{"eth0"}));
   EXPECT_EQ(nearest_nics({pci_path("0000:17:00.0", kRoot)}, {}), (std::vector<std::string>{""}));
+}
+
+// fleet --rails on a GPU backend: GPU g's rail is the NIC nearest it, each NIC once.
+TEST(NicNear, RailsOfGpusEachNicOnceWithTheGpusItServes) {
+  const auto nics = pci_nics(kRoot);
+  const std::string g0 = pci_path("00000000:17:00.0", kRoot),
+                    g1 = pci_path("00000000:81:00.0", kRoot);
+  std::string how;
+  EXPECT_EQ(rails_of_devices({g0, g1}, nics, "GPU", how),
+            (std::vector<std::string>{"mlx5_0:1", "mlx5_1:1"}));
+  EXPECT_EQ(how, "GPU 0 -> mlx5_0:1; GPU 1 -> mlx5_1:1");
+  EXPECT_EQ(rails_of_devices({g0, g0, g1}, nics, "GPU", how),
+            (std::vector<std::string>{"mlx5_0:1", "mlx5_1:1"}));
+  EXPECT_EQ(how, "GPU 0,1 -> mlx5_0:1; GPU 2 -> mlx5_1:1");
+  EXPECT_TRUE(rails_of_devices({"", ""}, nics, "NPU", how).empty());
+  EXPECT_NE(how.find("does not say where its devices sit"), std::string::npos) << how;
+  EXPECT_TRUE(rails_of_devices({g0}, {}, "GPU", how).empty());
+  EXPECT_NE(how.find("no RDMA port or PCI network interface"), std::string::npos) << how;
 }
 
 }  // namespace

@@ -59,6 +59,14 @@ std::vector<std::string> labels_of(const std::vector<std::string>& hosts) {
 
 Record verdict_record(const Finding& f) { return finding_record(f, 0); }
 
+// What the pairs move their bytes over (the params' pairs_over).
+std::string pairs_over(const FleetConfig& c) {
+  return c.nics.empty()
+             ? std::string("host memory, MPI point-to-point")
+             : fmt::format("host memory, UCX tag messages on a worker per rail's NIC ({})",
+                           fmt::join(c.nics, ","));
+}
+
 // A rail's judgement into the run's: its hosts are `offset` on in the
 // names the summary uses; the run's reference is its slowest rail's.
 void merge_judgement(FleetJudgement& into, const FleetJudgement& from, int offset, bool first) {
@@ -285,6 +293,7 @@ Examples:
   std::string matrix_ = "auto";
   std::string exclude_;
   std::string nic_;
+  std::string rails_how_;  // --rails on a GPU backend: the devices each rail serves, or why none
   bool no_census_ = false;
   RunOptions run_;
   RecordSchema schema_{"fleet"};
@@ -322,15 +331,17 @@ int FleetFamily::run(const Invocation& inv) {
       err =
           "fleet needs at least 2 ranks, one per host (srun --ntasks-per-node=1, mpirun --map-by "
           "ppr:1:node, or mpiexec -ppn 1)";
-    else if (!nic_.empty() && !(cfg_.rails && be.name() == "host"))
-      err = "--nic names the rails' NICs: it needs --rails on the host backend";
-    else if (cfg_.rails && be.name() == "host")
+    else if (!nic_.empty() && !cfg_.rails)
+      err = "--nic names the rails' NICs: it needs --rails";
+    else if (cfg_.rails)
       try {
-        cfg_.nics = rail_nics(nic_);
+        cfg_.nics = choose_rails(nic_, be, rails_how_);
       } catch (const UsageError& e) {
         err = fmt::format("rank {} ({}): {}", rt.rank(), host_name(), e.what());
       }
     err = rt.agree(err);
+    if (!err.empty()) throw UsageError(err);
+    if (cfg_.rails) err = rails_mismatch(rt, cfg_.nics.size());
     if (!err.empty()) throw UsageError(err);
     const auto digests = rt.allgather(digest(cfg_));
     for (int k = 1; k < rt.size(); ++k)
@@ -384,11 +395,9 @@ int FleetFamily::run(const Invocation& inv) {
                        : std::string("every pair: the circle method")},
       {"matrix", std::string(cfg_.flagged ? "flagged" : "full")},
       {"deadline_s", cfg_.pair.deadline_s},
-      {"pairs_over", cfg_.nics.empty()
-                         ? std::string("host memory, MPI point-to-point")
-                         : fmt::format("host memory, UCX tag messages on a worker per rail's NIC "
-                                       "({})",
-                                       fmt::join(cfg_.nics, ","))}};
+      {"pairs_over", pairs_over(cfg_)}};
+  if (!cfg_.nics.empty() && !rails_how_.empty())
+    params.emplace_back("rails", rails_how_);  // a GPU backend: the devices each rail serves
   r.begin(*this, "fleet", params);
   const Progress progress = rt.root() ? progress_for(run_) : Progress{};
   std::vector<Record> all;
@@ -399,8 +408,7 @@ int FleetFamily::run(const Invocation& inv) {
 
   if (cfg_.rails && cfg_.nics.empty() && rt.root())
     done(Record::waived("rails", r.backend->name(), -1, -1, cfg_.pair.size,
-                        "GPU g of one host with GPU g of another (NCCL/HCCL send/recv) is not in "
-                        "this version: the pairs move host memory over MPI"));
+                        rails_how_ + "; the pairs move host memory over MPI"));
 
   // The census: the first rank of each host measures it, all hosts at once.
   if (cfg_.census) {

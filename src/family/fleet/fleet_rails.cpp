@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/nic_near.hpp"
 #include "engine/ucx_tag.hpp"
 #include "family/engine/engine_bench.hpp"
 #include "family/parse.hpp"
@@ -78,6 +79,57 @@ std::vector<std::string> rail_nics(const std::string& nic_option) {
         "--rails on the host backend pairs NIC i of one host with NIC i of another: this host "
         "has no InfiniBand port; name the rails' NICs with --nic (e.g. --nic eth0,eth1)");
   return out;
+}
+
+std::vector<std::string> rails_of_devices(const std::vector<std::string>& device_paths,
+                                          const std::vector<PciNic>& nics,
+                                          const std::string& device, std::string& how) {
+  const std::vector<std::string> near = nearest_nics(device_paths, nics);
+  std::vector<std::string> out;
+  std::vector<std::vector<int>> served;
+  for (std::size_t g = 0; g < near.size(); ++g) {
+    if (near[g].empty()) continue;
+    const auto at = std::find(out.begin(), out.end(), near[g]);
+    if (at == out.end()) {
+      out.push_back(near[g]);
+      served.push_back({static_cast<int>(g)});
+    } else {
+      served[static_cast<std::size_t>(at - out.begin())].push_back(static_cast<int>(g));
+    }
+  }
+  how.clear();
+  for (std::size_t r = 0; r < out.size(); ++r)
+    how += fmt::format("{}{} {} -> {}", how.empty() ? "" : "; ", device, fmt::join(served[r], ","),
+                       out[r]);
+  if (out.empty())
+    how = fmt::format(
+        "the rail of device g is the NIC nearest it on PCI, and none was found here ({}): give "
+        "the rails' NICs with --nic",
+        std::all_of(device_paths.begin(), device_paths.end(),
+                    [](const std::string& p) { return p.empty(); })
+            ? "this backend does not say where its devices sit on PCI"
+            : "no RDMA port or PCI network interface");
+  return out;
+}
+
+std::vector<std::string> choose_rails(const std::string& nic_option, const Backend& be,
+                                      std::string& how) {
+  if (!nic_option.empty() || be.name() == "host") return rail_nics(nic_option);
+  std::vector<std::string> paths;
+  paths.reserve(be.devices().size());
+  for (const auto& d : be.devices()) paths.push_back(pci_path(d.pci_bus_id));
+  return rails_of_devices(paths, pci_nics(), be.name() == "cuda" ? "GPU" : "NPU", how);
+}
+
+std::string rails_mismatch(Runtime& rt, std::size_t count) {
+  const auto rails = rt.allgather(std::to_string(count));
+  for (std::size_t k = 1; k < rails.size(); ++k)
+    if (rails[k] != rails[0])
+      return fmt::format(
+          "--rails: rank {} found {} rail(s) where rank 0 found {}: every host needs the same "
+          "count (give the rails' NICs with --nic)",
+          k, rails[k], rails[0]);
+  return "";
 }
 
 std::unique_ptr<PairLink> open_rail(Runtime& rt, const std::string& nic) {
