@@ -28,6 +28,7 @@ TEST_PKGS=(
   openmpi-bin libopenmpi-dev  # the openmpi preset: the multi-rank tests under Open MPI's mpirun too
   libpmix-dev  # srun --mpi=pmix: Slurm's pmix plugin opens libpmix.so
   python3-matplotlib python3-prometheus-client chromium
+  prometheus  # promtool: tests/cli/check_prom.py lints doctor's and fleet's --format prom
   clang-14 libclang-rt-14-dev  # the fuzz build (make fuzz): clang and its libFuzzer runtime
   clang-format-14 clang-tidy-14  # make lint: the format check and clang-tidy
   slurmctld slurmd slurm-client munge  # tests/slurm/: a private one-node Slurm (srun, salloc)

@@ -3,9 +3,13 @@ exposition format (python3-prometheus-client's parser) and keeps
 xferbench's contract: every metric ends in one base unit (or _ratio,
 _info, _verdict, a counted noun), no `host`, `where` or `unit` label, no
 series twice, verdicts in {0, 1, 2}, xferbench_build_info and the run's
-timestamp present, and the command's own metrics there. Exit 77
-(skipped) without the parser."""
+timestamp present, and the command's own metrics there; then
+`promtool check metrics` (Prometheus' own lint, Debian's prometheus
+package) finds nothing, where promtool is installed. Exit 77 (skipped)
+without the parser."""
 import re
+import shutil
+import subprocess
 import sys
 
 try:
@@ -71,7 +75,13 @@ if prefix + "check_verdict" in families:
     for s in families[prefix + "check_verdict"].samples:
         if "check" not in s.labels:
             errors.append(f"{s.name}{s.labels}: no check label")
+lint = "promtool not installed: not linted"
+if shutil.which("promtool"):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    if p.returncode != 0 or p.stdout.strip() or p.stderr.strip():
+        errors.append(f"promtool check metrics: exit {p.returncode}: {p.stdout}{p.stderr}")
+    lint = "promtool check metrics: clean"
 if errors:
     sys.exit("\n".join(errors))
 samples = sum(len(f.samples) for f in families.values())
-print(f"ok: {len(families)} metric families, {samples} samples")
+print(f"ok: {len(families)} metric families, {samples} samples; {lint}")
