@@ -63,6 +63,20 @@ TEST(FleetEvidence, AHostsCountsAreSummedOverItsPairs) {
   EXPECT_NE(j.findings[0].why.find("(and 1 more)"), std::string::npos) << j.findings[0].why;
 }
 
+TEST(FleetEvidence, ARailThatTookAnotherNicIsAWarnRowOfItsHostOnce) {
+  FleetJudgement j = rows();
+  PairFigures ab(0, 1, 1, 1), cb(2, 1, 1, 1);
+  ab.b_astray = "nic xb1 moved 0.0 MB of 4.2 MB: its bytes went through xb0 (4.3 MB)";
+  cb.b_astray = "again";
+  add_counter_evidence(j, {"A", "B", "C"}, {ab, cb});
+  ASSERT_EQ(j.findings.size(), 7u);
+  const Finding& w = j.findings.back();
+  EXPECT_EQ(w.check, "rail");
+  EXPECT_EQ(w.where, "B");
+  EXPECT_EQ(w.verdict, Verdict::warn);
+  EXPECT_NE(w.why.find("went through xb0"), std::string::npos) << w.why;
+}
+
 TEST(FleetEvidence, NoCountersNoChange) {
   FleetJudgement j = rows();
   add_counter_evidence(j, {"A", "B", "C"}, {PairFigures(0, 1, 1, 0.1)});
@@ -72,7 +86,9 @@ TEST(FleetEvidence, NoCountersNoChange) {
 
 TEST(FleetPairs, NicCountsTravelWithASide) {
   PairSide s;
-  s.nics = {{"xb1", 4194304, 2048, {}}, {"xb1", 1024, 4194304, {{"rx_errors", 3}}}, {}};
+  s.nics = {{"xb1", 4194304, 2048, {}, ""},
+            {"xb1", 1024, 4194304, {{"rx_errors", 3}}, "went through xb0 (4.2 MB)"},
+            {}};
   const PairSide back = side_from_wire(side_to_wire(s));
   ASSERT_EQ(back.nics.size(), 3u);
   EXPECT_EQ(back.nics[0].nic, "xb1");
@@ -81,6 +97,7 @@ TEST(FleetPairs, NicCountsTravelWithASide) {
   ASSERT_EQ(back.nics[1].errors.size(), 1u);
   EXPECT_EQ(back.nics[1].errors[0].first, "rx_errors");
   EXPECT_EQ(back.nics[1].errors[0].second, 3u);
+  EXPECT_EQ(back.nics[1].warning, "went through xb0 (4.2 MB)");
   EXPECT_TRUE(back.nics[2].nic.empty());
 }
 

@@ -47,6 +47,15 @@ void add_counter_evidence(FleetJudgement& j, const std::vector<std::string>& nam
         link[ba][*side][name] += grew;
       }
   }
+  // A rail whose bytes took another NIC: a WARN row of the host, once.
+  std::map<std::string, std::string> astray;
+  for (const auto& f : figures) {
+    if (!f.a_astray.empty()) astray.emplace(names[static_cast<std::size_t>(f.a)], f.a_astray);
+    if (!f.b_astray.empty()) astray.emplace(names[static_cast<std::size_t>(f.b)], f.b_astray);
+  }
+  for (const auto& [where, why] : astray)
+    j.findings.push_back({"rail", where, Verdict::warn, 0, 0, "GB/s",
+                          "this rail's bytes went through another NIC than its own: " + why});
   for (auto& f : j.findings) {
     if (f.check == "host") {
       if (const auto it = host.find(f.where); it != host.end())

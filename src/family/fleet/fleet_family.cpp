@@ -165,6 +165,8 @@ class FleetFamily final : public Family {
              "counters: warm-up, acknowledgements and other traffic of the host included)")
         .add(fleet_field::nic_rx_bytes, FieldRole::info,
              "bytes the receiver's NIC counted receiving in it")
+        .add(fleet_field::nic_warning, FieldRole::info,
+             "--rails: the rail's bytes went through another NIC than its own, which (per host)")
         .add(fleet_field::nic_errors, FieldRole::info,
              "NIC error counters that grew in it, per host (\"vm3 mlx5_0:1: symbol_error +412\")")
         .add(doctor_field::verdict, FieldRole::info, "PASS, WARN, FAIL, or -")

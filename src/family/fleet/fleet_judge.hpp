@@ -62,6 +62,8 @@ struct PairFigures {
   // The error counters that grew on a's and b's NIC during the step
   // ("xb1 rx_errors" -> 3; empty: none): evidence for the verdicts.
   std::map<std::string, std::uint64_t> a_errors, b_errors;
+  // A rail's bytes that went through another NIC on a's or b's side: which.
+  std::string a_astray, b_astray;
 };
 
 // n x n, indexed by member: send[i][j] GB/s from i to j, lat[i][j] the

@@ -84,19 +84,20 @@ class Side {
                         std::chrono::duration<double>(box_s_ * fraction));
   }
   // The NIC counters between phases (outside every timed transfer).
-  std::vector<NicSample> sample() const {
-    return sample_nics(role_.nic.empty() ? std::vector<std::string>{}
-                                         : std::vector<std::string>{role_.nic});
-  }
-  // What the phase since `mark` moved on this side's NIC: the rail's, else
-  // the one that moved at least half a transfer; `mark` moves on.
+  // Every NIC: a rail's bytes that took another NIC show there.
+  static std::vector<NicSample> sample() { return sample_nics({}); }
+  // What the phase since `mark` moved on this side's NIC: the rail's (and
+  // a warning where its bytes went through another NIC), else the one that
+  // moved at least half a transfer; `mark` moves on.
   void counted(PairSide& out, std::vector<NicSample>& mark) const {
     std::vector<NicSample> now = sample();
     const std::vector<NicDelta> deltas = nic_deltas(mark, now);
     mark = std::move(now);
     const std::optional<NicDelta> d =
         role_.nic.empty() ? busiest_nic(deltas, plan_.size) : nic_delta_of(deltas, role_.nic);
-    out.nics.push_back(d ? PhaseNic{d->nic, d->tx_bytes, d->rx_bytes, d->errors} : PhaseNic{});
+    out.nics.push_back(d ? PhaseNic{d->nic, d->tx_bytes, d->rx_bytes, d->errors, ""} : PhaseNic{});
+    if (!role_.nic.empty())
+      out.nics.back().warning = other_nic_warning(deltas, role_.nic, plan_.size);
   }
   // Every transfer is posted through these and kept until its phase's
   // iteration is over (or the pair fails: then they are cancelled).
@@ -297,7 +298,7 @@ void PairBox::finished(double elapsed_s) {
 
 std::string side_to_wire(const PairSide& s) {
   nlohmann::json nics = nlohmann::json::array();
-  for (const auto& n : s.nics) nics.push_back({n.nic, n.tx, n.rx, n.errors});
+  for (const auto& n : s.nics) nics.push_back({n.nic, n.tx, n.rx, n.errors, n.warning});
   return nlohmann::json{{"send", s.send_us},     {"nics", nics},
                         {"both", s.both_us},     {"ping", s.ping_us},
                         {"checked", s.checked},  {"verified", s.verified},
@@ -325,7 +326,8 @@ PairSide side_from_wire(const std::string& text) {
     for (const auto& n : j.at("nics"))
       s.nics.push_back({n.at(0).get<std::string>(), n.at(1).get<std::uint64_t>(),
                         n.at(2).get<std::uint64_t>(),
-                        n.at(3).get<std::vector<std::pair<std::string, std::uint64_t>>>()});
+                        n.at(3).get<std::vector<std::pair<std::string, std::uint64_t>>>(),
+                        n.at(4).get<std::string>()});
   } catch (const nlohmann::json::exception& e) {
     throw RuntimeError(fmt::format("fleet: a rank's figures do not parse: {}", e.what()));
   }

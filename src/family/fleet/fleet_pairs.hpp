@@ -53,6 +53,7 @@ struct PhaseNic {
   std::string nic;  // "": nothing counted (no counters, or shared memory)
   std::uint64_t tx = 0, rx = 0;
   std::vector<std::pair<std::string, std::uint64_t>> errors;  // the counters that grew, by how much
+  std::string warning;  // the rail's bytes went through another NIC: which ("" none)
 };
 
 // What one side measured: as the sender of its direction, both at once,

@@ -37,6 +37,13 @@ std::map<std::string, std::uint64_t> step_errors(const PairSide& s) {
   return out;
 }
 
+// The first warning of a side's phases that its rail's bytes took another NIC.
+std::string step_astray(const PairSide& s) {
+  for (const auto& n : s.nics)
+    if (!n.warning.empty()) return n.warning;
+  return "";
+}
+
 // "rx_errors +3, symbol_error +1".
 std::string errors_text(const std::vector<std::pair<std::string, std::uint64_t>>& errors) {
   std::string out;
@@ -155,6 +162,11 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
           errors += fmt::format("{}{} {}: {}", errors.empty() ? "" : "; ", host, side->nic,
                                 errors_text(side->errors));
       if (!errors.empty()) r.set(fleet_field::nic_errors, errors);
+      std::string astray;
+      for (const auto& [side, host] : {std::pair{tx, from_host}, std::pair{rx, to_host}})
+        if (side && !side->warning.empty())
+          astray += fmt::format("{}{}: {}", astray.empty() ? "" : "; ", host, side->warning);
+      if (!astray.empty()) r.set(fleet_field::nic_warning, astray);
     };
     const std::string& ha = names[static_cast<std::size_t>(ra)];
     const std::string& hb = names[static_cast<std::size_t>(rb)];
@@ -163,6 +175,8 @@ StepRecords step_records(const FleetStep& step, const std::vector<int>& members,
     counters(bd, 2, a, b, ha, hb);
     fig.a_errors = step_errors(a);
     fig.b_errors = step_errors(b);
+    fig.a_astray = step_astray(a);
+    fig.b_astray = step_astray(b);
     for (Record* r : {&ab, &ba, &bd, &pp}) out.records.push_back(std::move(*r));
     out.figures.push_back(fig);
   }

@@ -34,6 +34,8 @@ inline constexpr FieldKey<std::string> nic{"nic"};  // the sender's NIC (the rai
 inline constexpr FieldKey<std::int64_t> nic_tx_bytes{"nic_tx_bytes"};  // the sender's NIC sent
 inline constexpr FieldKey<std::int64_t> nic_rx_bytes{"nic_rx_bytes"};  // the receiver's NIC got
 inline constexpr FieldKey<std::string> nic_errors{"nic_errors"};       // error counters that grew
+inline constexpr FieldKey<std::string> nic_warning{
+    "nic_warning"};  // the rail's bytes took another NIC
 }  // namespace fleet_field
 
 struct FleetConfig {

@@ -15,7 +15,7 @@
 namespace xb {
 namespace {
 
-const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency"};
+const std::set<std::string> kVerdictCases = {"fleet", "census", "host", "link", "latency", "rail"};
 
 // The matrix of one rail (-1: no rails): GB/s from row to column, median
 // over passes, slowest hosts first; "" with fewer than two hosts.
