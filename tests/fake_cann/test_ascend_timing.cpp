@@ -133,8 +133,11 @@ TEST(AscendTiming, HostBidirTotalOfLegsThatRanInTurnIsOneLegsBandwidth) {
     if (r.kase == total_case(copy_case::host_bidir))
       total = r.gbps_median;
     else if (r.kase == copy_case::host_bidir)
-      legs = std::max(legs, r.gbps_median);
+      legs = std::max(legs, r.gbps_max);
   }
+  // In each iteration the total is at most its faster leg when the legs ran in
+  // turn, so the total's median is at most the legs' best iteration (medians
+  // of the legs do not bound it: ASan's load made one leg's median the lower).
   ASSERT_GT(legs, 0);
   EXPECT_LE(total, 1.1 * legs) << "the two legs ran one after the other";
   unsetenv("FAKE_ASCEND_GBPS");
