@@ -5,6 +5,7 @@
 #include "family/copy/copy_family.hpp"
 #include "family/doctor/doctor_family.hpp"
 #include "family/engine/engine_family.hpp"
+#include "family/ep/ep_family.hpp"
 #include "family/fleet/fleet_family.hpp"
 #include "family/gemm_ar/gemm_ar_family.hpp"
 #include "family/kv/kv_family.hpp"
@@ -21,6 +22,7 @@ Families all_families() {
   f.push_back(make_coll_family());
   f.push_back(make_engine_family());
   f.push_back(make_kv_family());
+  f.push_back(make_ep_family());
   f.push_back(make_fleet_family());
   f.push_back(make_gemm_ar_family());
   f.push_back(make_doctor_family());

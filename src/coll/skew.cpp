@@ -12,12 +12,13 @@
 namespace xb {
 namespace {
 
-UsageError bad(const std::string& text, const std::string& why) {
-  return UsageError(fmt::format("--skew {}: {} (uniform, zipf:S or hot:K:F)", text, why));
+UsageError bad(const char* option, const std::string& text, const std::string& why) {
+  return UsageError(fmt::format("{} {}: {} (uniform, zipf:S or hot:K:F)", option, text, why));
 }
 
 // A whole field of `text` as a number; throws `bad` otherwise.
-double number(const std::string& text, const std::string& field, const char* what) {
+double number(const char* option, const std::string& text, const std::string& field,
+              const char* what) {
   std::size_t used = 0;
   double v = 0;
   try {
@@ -26,7 +27,7 @@ double number(const std::string& text, const std::string& field, const char* wha
     used = 0;
   }
   if (used == 0 || used != field.size() || !std::isfinite(v))
-    throw bad(text, fmt::format("{} '{}' is not a number", what, field));
+    throw bad(option, text, fmt::format("{} '{}' is not a number", what, field));
   return v;
 }
 
@@ -44,7 +45,7 @@ std::vector<int> popularity(const Skew& s, int n) {
 
 }  // namespace
 
-Skew parse_skew(const std::string& text) {
+Skew parse_skew(const std::string& text, const char* option) {
   std::vector<std::string> f;
   for (std::size_t at = 0;;) {
     const std::size_t colon = text.find(':', at);
@@ -56,20 +57,21 @@ Skew parse_skew(const std::string& text) {
   if (f[0] == "uniform" && f.size() == 1) return s;
   if (f[0] == "zipf" && f.size() == 2) {
     s.kind = Skew::Kind::zipf;
-    s.exponent = number(text, f[1], "S");
-    if (s.exponent <= 0) throw bad(text, "zipf's exponent S must be above 0");
+    s.exponent = number(option, text, f[1], "S");
+    if (s.exponent <= 0) throw bad(option, text, "zipf's exponent S must be above 0");
     return s;
   }
   if (f[0] == "hot" && f.size() == 3) {
     s.kind = Skew::Kind::hot;
-    const double k = number(text, f[1], "K");
-    if (k < 1 || k != std::floor(k) || k > 1e6) throw bad(text, "K must be a whole number >= 1");
+    const double k = number(option, text, f[1], "K");
+    if (k < 1 || k != std::floor(k) || k > 1e6)
+      throw bad(option, text, "K must be a whole number >= 1");
     s.hot = static_cast<int>(k);
-    s.fraction = number(text, f[2], "F");
-    if (!(s.fraction > 0 && s.fraction <= 1)) throw bad(text, "F must be in (0, 1]");
+    s.fraction = number(option, text, f[2], "F");
+    if (!(s.fraction > 0 && s.fraction <= 1)) throw bad(option, text, "F must be in (0, 1]");
     return s;
   }
-  throw bad(text, "unknown form");
+  throw bad(option, text, "unknown form");
 }
 
 std::string to_string(const Skew& s) {

@@ -26,8 +26,8 @@ struct Skew {
   std::uint64_t seed = 0x5eed;
 };
 
-// "uniform", "zipf:1.2", "hot:1:0.5"; throws UsageError naming --skew.
-Skew parse_skew(const std::string& text);
+// "uniform", "zipf:1.2", "hot:1:0.5"; throws UsageError naming `option`.
+Skew parse_skew(const std::string& text, const char* option = "--skew");
 std::string to_string(const Skew& s);
 // Throws UsageError when the skew cannot apply to `nranks` ranks (hot's K).
 void check_skew(const Skew& s, int nranks);

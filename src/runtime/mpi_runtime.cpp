@@ -100,7 +100,7 @@ class MpiWindow final : public Window {
   static MPI_Aint disp(Bytes b) { return static_cast<MPI_Aint>(b); }
 
  public:
-  MpiWindow(MPI_Comm comm, Bytes size, Transport t) : transport_(t), size_(size) {
+  MpiWindow(MPI_Comm comm, Bytes size, Transport t) : comm_(comm), transport_(t), size_(size) {
     // Whole pages: Debian's MPICH 4.0.2 (ch4:ucx) serves MPI_Get from the
     // wrong place in windows of some other sizes (e.g. 100008 bytes).
     const auto bytes = static_cast<MPI_Aint>(round_to_pages(size));
@@ -166,6 +166,12 @@ class MpiWindow final : public Window {
     for (int t : targets) mpi_check(MPI_Win_flush(t, win_), "MPI_Win_flush");
   }
   void sync() override { mpi_check(MPI_Win_sync(win_), "MPI_Win_sync"); }
+  void poll() override {
+    sync();
+    int flag = 0;  // a probe drives MPI's progress engine; nothing is received
+    mpi_check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE),
+              "MPI_Iprobe");
+  }
 
  private:
   // Starts one request-based op per piece; the Request waits for all.
@@ -179,6 +185,7 @@ class MpiWindow final : public Window {
     return std::make_unique<MpiRequest>(std::move(reqs), win_, rank);
   }
 
+  MPI_Comm comm_;
   Transport transport_;
   Bytes size_;
   void* base_ = nullptr;

@@ -48,6 +48,9 @@ class Window {
   // Orders this rank's memory against its peers'; call around a barrier so
   // stores made before it are seen by loads after it.
   virtual void sync() = 0;
+  // For a rank polling its own window for a peer's put (a flag): sync(),
+  // and lets the library progress (a put a target must serve, over TCP).
+  virtual void poll() { sync(); }
 };
 
 class Runtime {

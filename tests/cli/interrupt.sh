@@ -109,6 +109,11 @@ case $scenario in
     kill -INT $pid
     finish 130 SIGINT
     ;;
+  ep_sigint_ranks)  # ep journals each ladder step's records as the step ends
+    start json "$xb" ep --ranks 2 --backend host --tokens all --method all -n 200
+    kill -INT $pid
+    finish 130 SIGINT
+    ;;
   coll_sigterm_one_rank)  # one rank's signal stops every rank at the same point
     start jsonl "${coll[@]}"
     rank=$(pgrep -f "^$xb coll allreduce .*-o $file" | tail -1)  # this test's, not another's

@@ -112,5 +112,5 @@ TEST(CliJson, TopoAndListDocuments) {
   }
   EXPECT_EQ(copy_cases, 8);  // h2d, d2h, d2d, p2p, all_to_host, host_to_all, all_to_one, one_to_all
   EXPECT_EQ(families, (std::set<std::string>{"copy", "remote", "latency", "coll", "engine", "kv",
-                                             "fleet", "gemm-ar", "doctor"}));
+                                             "ep", "fleet", "gemm-ar", "doctor"}));
 }
