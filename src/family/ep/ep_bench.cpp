@@ -350,7 +350,7 @@ std::vector<Record> run_ep(Runtime& rt, Communicator& comm, Backend& backend, co
       Support s = comm.supports(CollOp::alltoallv, DType::uint8, RedOp::sum);
       if (m == EpMethod::put && backend.name() != "host")
         s = Support::no(fmt::format(
-            "put: one-sided puts into host windows (MPI); on {} the GPU-initiated kernels are a "
+            "put: one-sided puts into host windows (MPI); on {} the device-initiated kernels are a "
             "later method",
             backend.name()));
       if (!s.ok) {

@@ -31,7 +31,7 @@ std::string row(const Record& r) {
   const std::string lead = fmt::format("  {:>6} {:<9}", r.get_or(ep_field::tokens, std::int64_t{0}),
                                        r.get_or(ep_field::phase, std::string()));
   if (r.status == Status::waived || (r.status == Status::failed && r.iters == 0))
-    return lead + fmt::format(" {}: {}\n", to_string(r.status), r.reason);
+    return lead + fmt::format(" {:>10}\n", to_string(r.status));
   const std::int64_t all = r.get_or(ep_field::payload_bytes, std::int64_t{0});
   const std::int64_t wrong = r.get_or(ep_field::wrong, std::int64_t{-1});
   std::string slowest = "-";
@@ -75,6 +75,18 @@ std::string one_method(const std::string& method, const std::vector<const Record
       "/rank", "", "(us)", "(us)", "(us)", "(us)", "", "(GB/s)", "(GB/s)", "(%)", "(%)", "(%)",
       "max/avg", "rank");
   for (const Record* r : recs) out += row(*r);
+  // Why rows were not run or failed: each waiver's reason once, each failure's own.
+  std::vector<std::string> reasons;
+  std::map<std::string, int> times;
+  for (const Record* r : recs) {
+    if (r->status == Status::waived && times[r->reason]++ == 0) reasons.push_back(r->reason);
+    if (r->status == Status::failed)
+      out += fmt::format("# failed at {} tokens, {}: {}\n",
+                         r->get_or(ep_field::tokens, std::int64_t{0}),
+                         r->get_or(ep_field::phase, std::string()), r->reason);
+  }
+  for (const auto& why : reasons)
+    out += fmt::format("# waived ({} record{}): {}\n", times[why], times[why] == 1 ? "" : "s", why);
   return out;
 }
 
