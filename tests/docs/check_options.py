@@ -42,7 +42,7 @@ NOT_OPTIONS = re.compile(r"^\s*<!--\s*not-options:(.*?)-->\s*$")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 FENCE = re.compile(r"^\s*(```|~~~)")
 COMMANDS = ["list", "topo", "copy", "remote", "latency", "coll", "engine serve", "engine client",
-            "engine selftest", "engine fanin", "kv", "fleet", "gemm-ar", "doctor", "plot", "report",
+            "engine selftest", "engine fanin", "kv", "ep", "fleet", "gemm-ar", "doctor", "plot", "report",
             "compare"]
 # Programs whose options a line of their own carries (not xferbench's).
 OTHER_PROGRAMS = {"cmake", "make", "ctest", "dnf", "apt-get", "git", "srun", "salloc", "sbatch", "mpirun",

@@ -36,8 +36,7 @@ std::string row(const Record& r) {
   const std::int64_t wrong = r.get_or(ep_field::wrong, std::int64_t{-1});
   std::string slowest = "-";
   if (r.get(coll_field::slowest_rank))
-    slowest = fmt::format("{}{} {:.2f}x", names_straggler(r) ? "*" : "",
-                          r.get_or(coll_field::slowest_rank, std::int64_t{-1}),
+    slowest = fmt::format("{} {:.2f}x", r.get_or(coll_field::slowest_rank, std::int64_t{-1}),
                           r.get_or(coll_field::rank_spread, 0.0));
   return lead +
          fmt::format(
@@ -75,6 +74,24 @@ std::string one_method(const std::string& method, const std::vector<const Record
       "/rank", "", "(us)", "(us)", "(us)", "(us)", "", "(GB/s)", "(GB/s)", "(%)", "(%)", "(%)",
       "max/avg", "rank");
   for (const Record* r : recs) out += row(*r);
+  // The rank named slowest (names_straggler: coll's rule) on most rows.
+  std::map<std::int64_t, int> named;
+  int measured = 0;
+  for (const Record* r : recs) {
+    if (r->status != Status::ok) continue;
+    ++measured;
+    if (names_straggler(*r)) ++named[r->get_or(coll_field::slowest_rank, std::int64_t{-1})];
+  }
+  for (const auto& [rank, times] : named)
+    out += fmt::format(
+        "# slowest: rank {} (host {}) on {} of {} rows, >= {}x the others\n", rank,
+        [&] {
+          for (const Record* r : recs)
+            if (r->get_or(coll_field::slowest_rank, std::int64_t{-1}) == rank)
+              return r->get_or(coll_field::slowest_host, std::string("?"));
+          return std::string("?");
+        }(),
+        times, measured, kStragglerSpread);
   // Why rows were not run or failed: each waiver's reason once, each failure's own.
   std::vector<std::string> reasons;
   std::map<std::string, int> times;
@@ -103,7 +120,8 @@ std::string ep_note(const Report& r) {
       "local/node/remote: where the payload went (same rank, same node, other node); recv: the "
       "largest load over the mean (dispatch: tokens received, combine: expert rows returned)\n"
       "slowest: the rank with the largest median fresh entry and its ratio to the others' median "
-      "(*: >= {}x in at least half the iterations); decimal GB/s; timed by: {}\n",
+      "(named under the table at >= {}x in at least half the iterations); decimal GB/s; timed "
+      "by: {}\n",
       kStragglerSpread, param_text(r, "timed_by"));
 }
 
