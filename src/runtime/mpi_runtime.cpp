@@ -272,6 +272,8 @@ class MpiRuntime final : public Runtime {
     int node_size = 0;
     MPI_Comm_size(node_, &node_size);
     MPI_Comm_rank(node_, &local_rank_);
+    node_leader_ = rank_;
+    MPI_Allreduce(MPI_IN_PLACE, &node_leader_, 1, MPI_INT, MPI_MIN, node_);
     int all_local = node_size == size_ ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     single_host_ = all_local == 1;
@@ -291,6 +293,7 @@ class MpiRuntime final : public Runtime {
   int size() const override { return size_; }
   bool single_host() const override { return single_host_; }
   int local_rank() const override { return local_rank_; }
+  int node() const override { return node_leader_; }
   using Runtime::barrier;
   // Always MPI_Ibarrier (a blocking barrier would not match another
   // rank's nonblocking one); the ranks differ only in how they poll it.
@@ -531,6 +534,7 @@ class MpiRuntime final : public Runtime {
   bool single_host_ = true;
   bool star_ = false;  // set_star: control exchanges through rank 0
   int local_rank_ = 0;
+  int node_leader_ = 0;
   bool owns_ = false;
   MPI_Comm node_ = MPI_COMM_NULL;
   std::unique_ptr<Liveness> live_;

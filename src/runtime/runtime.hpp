@@ -60,6 +60,9 @@ class Runtime {
   virtual int size() const = 0;
   virtual bool single_host() const = 0;  // all ranks on one node
   virtual int local_rank() const = 0;    // this rank's index among the ranks of its node
+  // Which node this rank is on, as MPI sees it (not the host name, which
+  // containers and network namespaces may share): the lowest rank of its node.
+  virtual int node() const { return 0; }
   // How a rank waits for the others. MPICH busy-polls, so a rank that waits
   // in a plain MPI call holds a core a measuring rank may need.
   enum class Wait {

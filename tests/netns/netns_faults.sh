@@ -344,6 +344,30 @@ print("%d %d rows, %d without xb0's counters matching their bytes (e.g. %s)" % (
 EOF
 )
   verdict coll_nic ok "${nic_check%% *}" "exit $rc: ${nic_check#* }"
+  # ep across "hosts": both methods exact (put: one-sided puts over TCP, the target polling
+  # its flags), and the payload that leaves a rank is counted as other-node, never same-node
+  # (the namespaces share a host name: the node is MPI's).
+  mpirun ep_hosts 2 60 none 0 - -- ep --tokens 1,32 --method all -n 3 --format json -o "$tmp/ep_hosts.json"
+  ep_check=$(python3 - "$tmp/ep_hosts.json" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("0 the file does not parse: %s" % e); sys.exit()
+rows = d["results"]
+bad = [r for r in rows if r.get("status") != "ok" or r.get("wrong") != 0 or r.get("node_bytes") != 0
+       or not r.get("remote_bytes") or r["local_bytes"] + r["remote_bytes"] != r["payload_bytes"]]
+methods = sorted({r["method"] for r in rows})
+print("%d %d rows of %s, %d not exact or not split local/other-node (e.g. %s)" % (
+    0 if bad or len(rows) != 12 else 1, len(rows), ",".join(methods), len(bad),
+    ", ".join("%s %s %s: %s wrong %s local %s node %s remote %s" % (r["method"], r["tokens"], r["phase"], r.get("status"), r.get("wrong"), r.get("local_bytes"), r.get("node_bytes"), r.get("remote_bytes")) for r in (bad or rows)[:2])))
+EOF
+)
+  if finalize_hung ep_hosts && [ "${ep_check%% *}" = 1 ]; then
+    verdict ep_hosts flaky 0 "results written, then exit $rc: the MPI_Finalize hang over TCP (see finalize_*)"
+  else
+    verdict ep_hosts ok "$([ $rc -eq 0 ] && echo "${ep_check%% *}" || echo 0)" "exit $rc: ${ep_check#* }"
+  fi
   # --transport shm across "hosts" must be refused (one line, exit 2).
   mpirun shm_refused 2 60 none 0 - -- remote --transport shm -s 4K
   verdict shm_refused ok $([ $rc -eq 2 ] && grep -q "needs all ranks on one host" "$tmp/shm_refused.err" && echo 1 || echo 0) \

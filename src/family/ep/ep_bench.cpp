@@ -223,14 +223,11 @@ void set_counts(Record& r, int phase, const EpPlan& plan) {
   r.set(ep_field::imbalance, by_phase[phase]);
 }
 
-std::vector<int> nodes_of(const std::vector<std::string>& hosts) {
-  std::vector<std::string> seen;
+// Each rank's node (Runtime::node: MPI's, not the host name, which network
+// namespaces and containers may share).
+std::vector<int> nodes_of(Runtime& rt) {
   std::vector<int> node;
-  for (const auto& h : hosts) {
-    auto it = std::find(seen.begin(), seen.end(), h);
-    if (it == seen.end()) it = seen.insert(seen.end(), h);
-    node.push_back(static_cast<int>(it - seen.begin()));
-  }
+  for (const std::string& n : rt.allgather(std::to_string(rt.node()))) node.push_back(std::stoi(n));
   return node;
 }
 
@@ -312,7 +309,7 @@ void register_ep(Registry& r) {
 std::vector<Record> run_ep(Runtime& rt, Communicator& comm, Backend& backend, const EpConfig& cfg) {
   std::vector<Record> out;
   const std::vector<std::string> hosts = rt.allgather(host_name());
-  const std::vector<int> node_of = nodes_of(hosts);
+  const std::vector<int> node_of = nodes_of(rt);
   auto done = [&](Record r) {
     out.push_back(std::move(r));
     record_done(out.back());
