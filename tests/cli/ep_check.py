@@ -26,9 +26,14 @@ def run(n, args, env=None, rc=0):
         p = subprocess.run(cmd + ["--format", "json", "-o", out, "-q"], capture_output=True,
                            text=True, timeout=300, env=dict(os.environ, **(env or {})))
         assert p.returncode == rc, (cmd, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+        doc = json.load(open(out))
+        # compare matches every record with itself on ep's keys, judging payload GB/s
         table = subprocess.run([xb, "compare", out, out], capture_output=True, text=True)
         assert table.returncode == 0, table.stderr
-        return json.load(open(out))
+        n = len(doc["results"]) - sum(r["status"] != "ok" for r in doc["results"])
+        assert "%d matched, 0 regressions" % n in table.stdout, (n, table.stdout[-800:])
+        assert "payload_gbps" in table.stdout, table.stdout[-800:]
+        return doc
 
 
 def exact(r):

@@ -64,7 +64,7 @@ class EpFamily final : public Family {
              "slowest rank's median fresh entry / the other ranks' median")
         .add(coll_field::slowest_share, FieldRole::info,
              "fraction of iterations in which slowest_rank was the slowest")
-        .headline(ep_field::fresh_us);
+        .headline(ep_field::payload_gbps);
   }
   std::string name() const override { return "ep"; }
   std::string summary() const override {
