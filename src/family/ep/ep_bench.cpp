@@ -286,14 +286,23 @@ std::string ep_memory_shortfall(Backend& backend, Communicator& comm, const EpCo
   EpShape sh = cfg.shape;
   sh.ranks = comm.size();
   sh.tokens = *std::max_element(cfg.tokens.begin(), cfg.tokens.end());
-  // the buffers, the host's staging and oracle copies, the combined floats
-  const std::size_t bytes = step_bytes(sh, cfg.seed);
   const bool host = comm.buffer_kind() != MemKind::device || backend.name() == "host";
-  const auto floats = static_cast<std::size_t>(sh.tokens) * static_cast<std::size_t>(sh.hidden) * 4;
-  const std::size_t need = bytes * (host ? 3 : 1) + floats;
-  return memory_shortfall(fmt::format("ep at {} tokens", sh.tokens), need,
-                          fmt::format(" on rank {}", comm.rank()),
-                          backend.free_memory(comm.buffer_kind(), comm.device()));
+  const Bytes avail = backend.free_memory(comm.buffer_kind(), comm.device());
+  // the buffers, the host's staging and oracle copies, the combined floats
+  const auto need = [&](long double bytes) {
+    const long double all = bytes * (host ? 3 : 1) + 4.0L * sh.tokens * sh.hidden;
+    return all >= 1.8e19L ? ~Bytes{0} : static_cast<Bytes>(all);
+  };
+  // What no routing can exceed (every token of every rank to this rank, every
+  // expert row of it back) decides when it fits; else the trace's own counts,
+  // which take a while to draw at many tokens.
+  const long double t = sh.tokens, r = sh.ranks;
+  const long double bound =
+      t * (std::min(sh.topk, sh.ranks) + r) * static_cast<long double>(dispatch_msg_bytes(sh)) +
+      t * sh.topk * (1 + r) * static_cast<long double>(combine_msg_bytes(sh));
+  const Bytes most = need(bound) <= avail ? need(bound) : need(step_bytes(sh, cfg.seed));
+  return memory_shortfall(fmt::format("ep at {} tokens", sh.tokens), most,
+                          fmt::format(" on rank {}", comm.rank()), avail);
 }
 
 void register_ep(Registry& r) {
