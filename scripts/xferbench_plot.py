@@ -58,9 +58,10 @@ def panels_of(records, panel, key, x, y):
     return {p: {k: sorted(v) for k, v in series.items()} for p, series in out.items()}
 
 
-def panel_chart(title, panels, xlabel, ylabel, xfmt=None):
-    """One subplot per case, each on its own GB/s scale, x on a log-2 axis."""
-    from matplotlib.ticker import NullLocator
+def panel_chart(title, panels, xlabel, ylabel, xfmt=None, style=None, ylog=False):
+    """One subplot per case, each on its own y scale (from 0, or log with ylog), x on a log-2 axis.
+    style(label): extra plot() arguments for that curve (colour, line style)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
     xfmt = xfmt or size_label
     names = [p for p, series in panels.items() if series]
@@ -71,7 +72,8 @@ def panel_chart(title, panels, xlabel, ylabel, xfmt=None):
     for ax, name in zip(axes.flat, names):
         series = panels[name]
         for label, pts in series.items():
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label,
+                    **(style(label) if style else {}))
         xs = sorted({p[0] for pts in series.values() for p in pts})
         ax.set_xscale("log", base=2)
         ticks = xs[::(len(xs) + 9) // 10]
@@ -80,7 +82,13 @@ def panel_chart(title, panels, xlabel, ylabel, xfmt=None):
         ax.xaxis.set_minor_locator(NullLocator())
         if xs and xs[0] == xs[-1]:
             ax.set_xlim(xs[0] / 2, xs[0] * 2)
-        ax.set_ylim(bottom=0)
+        if ylog:  # labels at 1, 2, 5 of each decade: a narrow range still reads
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.set_ylim(bottom=0)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
@@ -215,6 +223,21 @@ def charts_kv(res):
                                       "GB/s"))] if panels else []
 
 
+def charts_ep(res):
+    # The token ladder: one panel per phase; per method (library) the fresh entry from a barrier (solid)
+    # and the chained period, round trips back to back (dashed, the same colour). Times span decades: log y.
+    who = lambda r: f"{r['method']} ({r.get('library', '?')})"
+    both = [dict(r, figure=f, us=r[k]) for r in ok(res) for f, k in (("fresh", "fresh_us"), ("chained", "chained_us"))]
+    panels = panels_of(both, lambda r: r["case"], lambda r: f"{who(r)} {r['figure']}", lambda r: r["tokens"],
+                       lambda r: r["us"])
+    colour = {k: f"C{i}" for i, k in enumerate(dict.fromkeys(who(r) for r in both))}
+    style = lambda label: {"color": colour[label.rsplit(" ", 1)[0]],
+                           "linestyle": "--" if label.endswith(" chained") else "-"}
+    title = "ep: time vs tokens per rank, per phase (solid: fresh entry, dashed: chained period)"
+    return [("EP dispatch/combine", panel_chart(title, panels, "tokens per rank", "us", xfmt=str, style=style,
+                                                ylog=True))] if panels else []
+
+
 def charts_gemm_ar(res):
     figs = []
     for r in ok(res):
@@ -340,7 +363,7 @@ def charts(doc):
     if any("t_unix" in r for r in ok(res)):
         return charts_time(res, cmd)
     fn = {"copy": charts_copy, "remote": charts_remote, "coll": charts_coll, "engine": charts_engine,
-          "kv": charts_kv, "gemm-ar": charts_gemm_ar, "doctor": charts_doctor,
+          "kv": charts_kv, "ep": charts_ep, "gemm-ar": charts_gemm_ar, "doctor": charts_doctor,
           "fleet": charts_fleet}.get(cmd)
     figs = fn(res) if fn else []
     if not figs and ok(res):  # anything else: one bar per record

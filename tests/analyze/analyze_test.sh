@@ -20,6 +20,7 @@ results() {  # every command's JSON, small
   "$mpiexec" -n 2 "$xb" coll allreduce -b 64K -e 1M -n 3 --format json -o "$tmp/coll.json" -q || fail coll
   "$xb" engine selftest -t 4M --block-steps 2 --loops 2 --format json -o "$tmp/engine.json" -q || fail engine
   "$mpiexec" -n 3 "$xb" kv --block-bytes 256K --blocks 4 -n 2 --format json -o "$tmp/kv.json" -q || fail kv
+  "$mpiexec" -n 2 "$xb" ep --backend host --method all --tokens 1,8 -n 2 --format json -o "$tmp/ep.json" -q || fail ep
 }
 in_chromium() {  # in_chromium PAGE: the DOM after its scripts ran, in $tmp/dom.html; the console must be clean
   command -v chromium >/dev/null || skip "no chromium here to open the report in"
@@ -42,7 +43,7 @@ case $scenario in
 plots)
   need_matplotlib
   results
-  for f in copy p2p remote coll engine kv; do
+  for f in copy p2p remote coll engine kv ep; do
     "$xb" plot "$tmp/$f.json" -o "$tmp/$f.png" 2>"$tmp/plot_$f.log" || fail "plot $f"
     size=$(stat -c %s "$tmp/$f.png")
     [ "$size" -gt 10000 ] || fail "$f.png is only $size bytes"
@@ -56,16 +57,24 @@ plots)
   "$xb" plot "$tmp/thr.json" -o "$tmp/thr.svg" || fail "plot --threads"
   grep -q "bandwidth vs cores / thread blocks" "$tmp/thr.svg" || fail "no threads chart"
   grep -q "<svg" "$tmp/coll.svg" || fail "not an SVG"
+  # ep: the token ladder, a panel per phase, fresh and chained curves for both methods
+  "$xb" plot "$tmp/ep.json" -o "$tmp/ep.svg" || fail "plot ep svg"
+  grep -q "ep: time vs tokens per rank" "$tmp/ep.svg" || fail "no ep chart"
+  [ "$(grep -c '<g id="axes_' "$tmp/ep.svg")" = 3 ] || fail "ep: expected 3 panels"
+  for c in "<!-- dispatch -->" "<!-- combine -->" "<!-- roundtrip -->" "alltoallv (mpi) fresh" "put (mpi) chained"; do
+    grep -qF "$c" "$tmp/ep.svg" || fail "ep chart: no '$c'"
+  done
   ;;
 report)
   need_matplotlib
   command -v chromium >/dev/null || skip "no chromium here to open the report in"
   results
   "$xb" report "$tmp"/copy.json "$tmp"/p2p.json "$tmp"/remote.json "$tmp"/coll.json "$tmp"/engine.json \
-    "$tmp"/kv.json -o "$tmp/report.html" || fail "report"
+    "$tmp"/kv.json "$tmp"/ep.json -o "$tmp/report.html" || fail "report"
+  grep -q "<figcaption>EP dispatch/combine</figcaption>" "$tmp/report.html" || fail "no ep chart"
   grep -q "https\?://" "$tmp/report.html" && grep -Eq "(src|href)=\"https?://" "$tmp/report.html" && fail "network reference"
   expected=$(grep -o 'data-expected-charts="[0-9]*"' "$tmp/report.html" | grep -o '[0-9]*')
-  [ "$expected" -ge 7 ] || fail "only $expected charts"
+  [ "$expected" -ge 8 ] || fail "only $expected charts"
   in_chromium "$tmp/report.html"
   shown=$(grep -o 'data-charts="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
   [ "$shown" = "$expected" ] || fail "chromium shows ${shown:-no} charts of $expected"
