@@ -26,7 +26,7 @@ EpShape shape(int ranks, int tokens, int hidden, int topk, int experts, EpDtype 
 
 // What a correct alltoallv does: rank s's block for d lands at d's slot for s.
 std::vector<std::vector<std::byte>> deliver(const std::vector<std::vector<std::byte>>& send,
-                                             const std::vector<EpLayout>& l) {
+                                            const std::vector<EpLayout>& l) {
   std::vector<std::vector<std::byte>> recv;
   recv.reserve(l.size());
   for (const EpLayout& x : l) recv.emplace_back(x.recv_bytes());
