@@ -53,6 +53,14 @@ std::string row(const Record& r) {
              wrong < 0 ? std::string("N/A") : std::to_string(wrong));
 }
 
+// The host records name for `rank` as their slowest.
+std::string host_of(const std::vector<const Record*>& recs, std::int64_t rank) {
+  for (const Record* r : recs)
+    if (r->get_or(coll_field::slowest_rank, std::int64_t{-1}) == rank)
+      return r->get_or(coll_field::slowest_host, std::string("?"));
+  return "?";
+}
+
 std::string one_method(const std::string& method, const std::vector<const Record*>& recs,
                        const Report& rep) {
   const Record& any = *recs.front();
@@ -83,15 +91,8 @@ std::string one_method(const std::string& method, const std::vector<const Record
     if (names_straggler(*r)) ++named[r->get_or(coll_field::slowest_rank, std::int64_t{-1})];
   }
   for (const auto& [rank, times] : named)
-    out += fmt::format(
-        "# slowest: rank {} (host {}) on {} of {} rows, >= {}x the others\n", rank,
-        [&] {
-          for (const Record* r : recs)
-            if (r->get_or(coll_field::slowest_rank, std::int64_t{-1}) == rank)
-              return r->get_or(coll_field::slowest_host, std::string("?"));
-          return std::string("?");
-        }(),
-        times, measured, kStragglerSpread);
+    out += fmt::format("# slowest: rank {} (host {}) on {} of {} rows, >= {}x the others\n", rank,
+                       host_of(recs, rank), times, measured, kStragglerSpread);
   // Why rows were not run or failed: each waiver's reason once, each failure's own.
   std::vector<std::string> reasons;
   std::map<std::string, int> times;
