@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -280,6 +281,21 @@ void Remote::wait() {
     ucp_request_param_t rp{};
     complete(ucp_ep_flush_nbx(static_cast<ucp_ep_h>(ep_), &rp), "flush");
   }
+}
+
+void Remote::wait_first(std::size_t n) {
+  n = std::min(n, pending_.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    void* r = pending_.front();
+    pending_.erase(pending_.begin());
+    complete(r, "request");
+  }
+}
+
+void Remote::flush() {
+  pending_writes_ = false;
+  ucp_request_param_t rp{};
+  complete(ucp_ep_flush_nbx(static_cast<ucp_ep_h>(ep_), &rp), "flush");
 }
 
 std::string Remote::transports() const {

@@ -91,6 +91,13 @@ class Remote {
   // Posts a batch and returns; wait() completes it (writes: and flushes).
   void post(Op op, const std::vector<Xfer>& batch);
   void wait();
+  // Transfers posted and not yet completed (an immediate one is never
+  // pending), and the first `n` of them completed in posting order: a batch
+  // of several posted at once, waited for one at a time (kv's requests).
+  std::size_t pending() const { return pending_.size(); }
+  void wait_first(std::size_t n);
+  // Completes every write posted so far at the peer (a flush).
+  void flush();
   std::uint64_t length() const { return seg_.length; }
   std::uint64_t pattern_offset() const { return seg_.pattern_offset; }
   // "posix/memory sysv/memory" etc.: the lanes UCX chose for this endpoint.

@@ -4,12 +4,17 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "family/cycles.hpp"
 #include "family/engine/engine_family.hpp"
 #include "family/host_pages.hpp"
 #include "family/kv/kv_bench.hpp"
+#include "family/kv/kv_handoff.hpp"
+#include "family/kv/kv_model.hpp"
 #include "family/nic_fields.hpp"
 #include "family/options.hpp"
 #include "family/parse.hpp"
@@ -25,6 +30,32 @@ class KvFamily final : public Family {
     schema_.add(kv_field::blocks, FieldRole::key, "blocks per round")
         .add(kv_field::block_bytes, FieldRole::info, "bytes per block");
     add_nic_fields(schema_, "the rank's (put: rank 0's)");
+    schema_.add(kv_field::model, FieldRole::key, "--model: the model whose KV moves")
+        .add(kv_field::tp, FieldRole::key, "--model: prefill tensor parallelism")
+        .add(kv_field::decode_tp, FieldRole::key, "--model: decode tensor parallelism")
+        .add(kv_field::isl, FieldRole::key, "--model: prompt tokens per request")
+        .add(kv_field::page_tokens, FieldRole::key, "--model: tokens per KV page")
+        .add(kv_field::layout, FieldRole::key,
+             "--model: block (a descriptor per page across layers) or layer (per page and layer)")
+        .add(kv_field::fragment, FieldRole::key, "--model: seeded random pools (--fragment)")
+        .add(kv_field::burst, FieldRole::key, "--model: requests handed off at once")
+        .add(kv_field::descs, FieldRole::info, "--model: descriptors per request, all shards")
+        .add(kv_field::desc_bytes, FieldRole::info, "--model: the largest descriptor, bytes")
+        .add(kv_field::request_bytes, FieldRole::info, "--model: KV bytes of one request")
+        .add(kv_field::handoff_p50_us, FieldRole::metric,
+             "--model: a request's handoff, from the burst's start to its last byte, median over "
+             "requests and rounds, us")
+        .add(kv_field::handoff_p99_us, FieldRole::info, "--model: the same, p99")
+        .add(kv_field::handoff_max_us, FieldRole::info, "--model: the same, max")
+        .add(kv_field::rank_gbps, FieldRole::info,
+             "--model: the burst's bytes / its time / the ranks that move them, GB/s")
+        .add(kv_field::ceiling_ratio, FieldRole::info,
+             "--model: the same bytes as one descriptor per rank pair (the wire ceiling): its "
+             "time / the handoff's (1 = the wire's speed)")
+        .add(kv_field::prefill_share, FieldRole::info,
+             "--model --prefill-tps: the handoff's median over the prefill's time (isl / tps)")
+        .add(kv_field::wrong_bytes, FieldRole::info,
+             "--model: bytes of the decode shards that differ from the prefill's");
   }
   std::string name() const override { return "kv"; }
   std::string summary() const override {
@@ -36,6 +67,7 @@ class KvFamily final : public Family {
     r.add({"kv.put", "kv", "rank 0 writes blocks to every peer", host_memory_only});
   }
   std::string table_note(const Report& r) const override {
+    if (find_field(r.params, "model")) return kv_handoff_note();
     std::string note = engine_note();
     if (const FieldValue* v = find_field(r.params, "mem");
         v && std::holds_alternative<std::string>(*v) && std::get<std::string>(*v) == "device")
@@ -58,6 +90,45 @@ class KvFamily final : public Family {
         ->check(CLI::IsMember({"host", "device"}))
         ->default_str("host");
     add_huge_pages_option(app, cfg_.huge_pages);
+    app.add_option("--model", model_,
+                   "the prefill -> decode handoff of a model's KV cache: " + model_names() +
+                       " (or one of --model-file)");
+    app.add_option("--model-file", model_file_,
+                   "a JSON list of models: name, layers, kv_heads and head_dim (GQA) or latent "
+                   "(MLA), dtype, window, window_layers");
+    app.add_option("--kv-dtype", kv_dtype_,
+                   "the KV cache's type: fp8, bf16, fp16, fp32 "
+                   "(default: the model's)");
+    app.add_option("--tp", hand_.plan.tp, "prefill tensor parallelism")
+        ->check(CLI::Range(1, 1024))
+        ->default_str("1");
+    app.add_option("--decode-tp", decode_tp_, "decode tensor parallelism (default: --tp)")
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--pp", hand_.plan.pp, "prefill pipeline stages: a descriptor never spans two")
+        ->check(CLI::Range(1, 1024))
+        ->default_str("1");
+    app.add_option("--isl", isl_, "prompt tokens per request, comma list")->default_str("8192");
+    app.add_option("--page-tokens", hand_.plan.page_tokens, "tokens per KV page")
+        ->check(CLI::Range(1, 1 << 20))
+        ->default_str("16");
+    app.add_option(
+           "--layout", layout_,
+           "block (one descriptor per page across its layers) or layer (per page and layer)")
+        ->check(CLI::IsMember({"block", "layer"}))
+        ->default_str("block");
+    app.add_option("--burst", bursts_, "requests handed off at once, comma list")->default_str("1");
+    app.add_option("--op", op_, "pull (decode reads), push (prefill writes), or both")
+        ->check(CLI::IsMember({"pull", "push", "both"}))
+        ->default_str("pull");
+    app.add_flag("--fragment", hand_.plan.fragment,
+                 "seeded random pools: every page's layer units scattered, descriptors packed "
+                 "where they touch");
+    app.add_option("--prefill-ranks", hand_.prefill_ranks,
+                   "ranks of the prefill instance (default: half; the others decode)")
+        ->check(CLI::Range(1, 4095));
+    app.add_option("--prefill-tps", hand_.prefill_tps,
+                   "the prefill's tokens per second: the handoff as a share of its time")
+        ->check(CLI::PositiveNumber);
     add_run_options(app, run_,
                     {.iters = "timed rounds (default 5)",
                      .warmup = "warm-up rounds (default 1)",
@@ -74,6 +145,7 @@ Examples:
   }
 
   int run(const Invocation& inv) override {
+    if (!model_.empty() || !model_file_.empty()) return run_model(inv);
     cfg_.blocks = each_once(parse_count_list("--blocks", blocks_, 100000, "16,32,48,64"));
     cfg_.iters = run_.iters_or(5);
     cfg_.warmup = run_.warmup_or(1);
@@ -97,7 +169,67 @@ Examples:
   }
 
  private:
+  static std::string model_names() {
+    std::string s;
+    for (const KvModel& m : kv_model_presets()) s += (s.empty() ? "" : ", ") + m.name;
+    return s;
+  }
+
+  // --model: the handoff of a model's KV (kv_handoff.hpp).
+  int run_model(const Invocation& inv) {
+    if (model_.empty()) throw UsageError("--model-file names models: choose one with --model");
+    std::vector<KvModel> models = kv_model_presets();
+    if (!model_file_.empty()) {
+      std::ifstream in(model_file_);
+      if (!in) throw UsageError(fmt::format("--model-file {}: cannot read it", model_file_));
+      std::stringstream text;
+      text << in.rdbuf();
+      const auto extra = kv_models_from_json(text.str(), "--model-file " + model_file_);
+      models.insert(models.end(), extra.begin(), extra.end());
+    }
+    hand_.model = find_kv_model(models, model_);
+    if (!kv_dtype_.empty()) hand_.model.dtype_bytes = kv_dtype_bytes(kv_dtype_);
+    hand_.plan.decode_tp = decode_tp_ > 0 ? decode_tp_ : hand_.plan.tp;
+    hand_.plan.layer_layout = layout_ == "layer";
+    hand_.isl = each_once(parse_count_list("--isl", isl_, 1 << 24, "8192 or 1024,8192"));
+    hand_.bursts = each_once(parse_count_list("--burst", bursts_, 4096, "1,8"));
+    hand_.push = op_ == "both" ? std::vector<bool>{false, true} : std::vector<bool>{op_ == "push"};
+    hand_.iters = run_.iters_or(5);
+    hand_.warmup = run_.warmup_or(1);
+    hand_.check = !run_.no_check;
+    if (const char* c = std::getenv("XFERBENCH_TEST_KV_CORRUPT"); c && *c) {
+      if (std::string(c) != "1")
+        throw UsageError(fmt::format("XFERBENCH_TEST_KV_CORRUPT={}: 1 or unset (a test knob)", c));
+      hand_.corrupt = true;
+    }
+    const RunOptions opts = host_only(run_, "kv");
+    Ranked r =
+        start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_handoff(rt, hand_); });
+    Params params = {{"model", hand_.model.name},
+                     {"model_source", hand_.model.source},
+                     {"tp", std::int64_t{hand_.plan.tp}},
+                     {"decode_tp", std::int64_t{hand_.plan.decode_tp}},
+                     {"pp", std::int64_t{hand_.plan.pp}},
+                     {"isl", isl_},
+                     {"page_tokens", std::int64_t{hand_.plan.page_tokens}},
+                     {"layout", layout_},
+                     {"burst", bursts_},
+                     {"op", op_},
+                     {"fragment", hand_.plan.fragment},
+                     {"iters", std::int64_t{hand_.iters}},
+                     {"warmup", std::int64_t{hand_.warmup}},
+                     {"check", hand_.check}};
+    r.begin(*this, "kv", params);
+    std::vector<Record> recs =
+        run_cycles(opts, r.rt.get(), [&] { return run_handoff(*r.rt, hand_); });
+    return r.report(*this, {"kv", {}, params, std::move(recs), {}}, opts);
+  }
+
   KvConfig cfg_;
+  KvHandoffConfig hand_;
+  std::string model_, model_file_, kv_dtype_, isl_ = "8192", layout_ = "block", bursts_ = "1",
+                                              op_ = "pull";
+  int decode_tp_ = 0;
   std::string blocks_ = "16,32,48,64";
   RunOptions run_;
   RecordSchema schema_{"kv"};

@@ -18,13 +18,12 @@ bool slides(const KvModel& m, int l) {
   return m.window > 0 && m.window_layers > 0 && l % std::max(1, m.layers / m.window_layers) == 0;
 }
 
-// The first page a layer keeps of a prompt of `isl` tokens.
-int first_page(const KvModel& m, int l, int isl, int page_tokens) {
+}  // namespace
+
+int kv_first_page(const KvModel& m, int l, int isl, int page_tokens) {
   if (!slides(m, l)) return 0;
   return std::max(0, isl - m.window) / page_tokens;
 }
-
-}  // namespace
 
 const std::vector<KvModel>& kv_model_presets() {
   // Each from the model's config.json on Hugging Face (num_hidden_layers,
@@ -175,7 +174,7 @@ std::vector<KvDesc> request_descs(const KvModel& m, const KvPlan& p, int isl, in
     const HeadSlice want = head_slice(m, p.decode_tp, ds);
     for (int page = 0; page < pages; ++page)
       for (int l = 0; l < m.layers; ++l) {
-        if (page < first_page(m, l, isl, p.page_tokens)) continue;  // outside a sliding window
+        if (page < kv_first_page(m, l, isl, p.page_tokens)) continue;  // outside a sliding window
         const std::uint64_t s_unit = src.slot(req, page, l) * su;
         const std::uint64_t d_unit = dst.slot(req, page, l) * du;
         if (same) {

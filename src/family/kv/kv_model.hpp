@@ -61,6 +61,9 @@ int stage_layers(const KvModel& m, const KvPlan& p);
 std::uint64_t unit_bytes(const KvModel& m, int tp, int page_tokens);
 // Pages a prompt of `isl` tokens fills, and the pages a sliding layer keeps.
 int pages_of(int isl, int page_tokens);
+// The first page layer `layer` keeps of a prompt of `isl` tokens: 0, or for
+// a sliding layer the page holding the window's first token.
+int kv_first_page(const KvModel& m, int layer, int isl, int page_tokens);
 
 // One transfer: from a prefill shard to a decode shard, offsets in each
 // shard's pool.
