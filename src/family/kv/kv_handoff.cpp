@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
@@ -17,6 +19,7 @@
 #include "engine/ucx.hpp"
 #include "family/agree.hpp"
 #include "family/cycles.hpp"
+#include "family/nic_fields.hpp"
 
 namespace xb {
 namespace {
@@ -244,6 +247,33 @@ std::vector<double> max_over(const std::vector<std::vector<double>>& all, std::s
   return out;
 }
 
+// The NIC that counted the most of any rank (its host's counters over the
+// timed rounds) on the record, with its wire GB/s and the errors that grew.
+void set_busiest_nic(Record& r, const std::vector<std::string>& all,
+                     const std::vector<double>& rounds_us) {
+  NicDelta best;
+  std::string errors;
+  for (const std::string& t : all) {
+    std::istringstream in(t);
+    NicDelta d;
+    std::string errs;
+    std::getline(in, d.nic, '\t');
+    in >> d.tx_bytes >> d.rx_bytes;
+    in.ignore(1);
+    std::getline(in, errs);
+    if (!d.nic.empty() &&
+        std::max(d.tx_bytes, d.rx_bytes) > std::max(best.tx_bytes, best.rx_bytes)) {
+      best = d;
+      errors = errs;
+    }
+  }
+  if (best.nic.empty()) return;
+  double us = 0;
+  for (double u : rounds_us) us += u;
+  set_nic_fields(r, best, us / 1e6);
+  if (!errors.empty()) r.set(nic_field::nic_errors, errors);
+}
+
 }  // namespace
 
 void validate_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
@@ -328,11 +358,23 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
         prepare(st, ro, cfg, m, me, sz);
         rt.barrier(serve);
         std::vector<double> mine, rounds;
+        NicWindow nics;  // across hosts: each rank's NICs over the timed rounds
+        const bool count = !rt.single_host();
         for (int i = 0; i < cfg.warmup + cfg.iters; ++i) {
           rt.barrier(serve);
+          if (count && i == cfg.warmup) nics.open();
           const std::vector<double> us =
               posts.any() ? burst_round(m, posts, push) : std::vector<double>(burst, 0.0);
           if (i >= cfg.warmup) mine.insert(mine.end(), us.begin(), us.end());
+        }
+        std::string nic_text;  // "NIC\tTX\tRX\tERRORS", "" where no NIC moved its share
+        if (count) {
+          const std::uint64_t share = shape.bytes * static_cast<std::uint64_t>(burst) *
+                                      static_cast<std::uint64_t>(cfg.iters) /
+                                      static_cast<std::uint64_t>(std::max(ro.pre, ro.n - ro.pre));
+          if (const std::optional<NicDelta> d = nics.close(share))
+            nic_text = fmt::format("{}\t{}\t{}\t{}", d->nic, d->tx_bytes, d->rx_bytes,
+                                   nic_errors_text(*d));
         }
         std::vector<double> ceiling;
         for (int i = 0; i < cfg.iters; ++i) {
@@ -388,6 +430,7 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
         const double ceil_med = compute_stats(ceil).median;
         if (ceil_med > 0 && r.time_us.median > 0)
           r.set(kv_field::ceiling_ratio, ceil_med / r.time_us.median);
+        if (count) set_busiest_nic(r, rt.allgather(nic_text), rounds);
         if (cfg.prefill_tps > 0)
           r.set(kv_field::prefill_share, per_req.median / (isl / cfg.prefill_tps * 1e6));
         if (cfg.check) {
