@@ -35,6 +35,9 @@ run engine_lanes "$xb" engine selftest --lanes 2 -t 1M -k 256K --block-steps 1 -
 run engine_window "$xb" engine selftest --window 4 -t 1M -k 256K --block-steps 1 --loops 1
 run engine_fanin mpi2 "$xb" engine fanin -t 1M -k 256K --block-steps 1 --loops 1
 run kv mpi2 "$xb" kv --block-bytes 64K --blocks 2,4 -n 2 -w 0
+run kv_model mpi2 "$xb" kv --model llama-3.1-8b --tp 2 --decode-tp 4 --isl 64 --burst 1,2 --op both \
+  --prefill-tps 1000 -n 2 -w 0
+run ep mpi2 "$xb" ep --tokens 1,4 --method all --routing zipf:1.2 -n 2 -w 0
 run fleet mpi2 "$xb" fleet -s 256K -n 2 --pings 10 --no-census
 run gemm_ar mpi2 "$xb" gemm-ar -M 128 -K 256 -N 128 --base-m 64 --base-n 64 -n 1 -w 0
 run doctor "$xb" doctor --quick
