@@ -77,6 +77,7 @@ class KvFamily final : public Family {
   std::string tables(const Report& r) const override { return kv_tables(r); }
 
   void add_options(CLI::App& app) override {
+    app_ = &app;
     app.add_option_function<std::string>(
            "--block-bytes",
            [this](const std::string& s) { cfg_.block_bytes = parse_size(s, "--block-bytes"); },
@@ -146,6 +147,11 @@ Examples:
 
   int run(const Invocation& inv) override {
     if (!model_.empty() || !model_file_.empty()) return run_model(inv);
+    for (const char* mode :
+         {"--kv-dtype", "--tp", "--decode-tp", "--pp", "--isl", "--page-tokens", "--layout",
+          "--burst", "--op", "--fragment", "--prefill-ranks", "--prefill-tps"})
+      if (app_->count(mode) > 0)
+        throw UsageError(fmt::format("{} shapes a model's handoff: it needs --model", mode));
     cfg_.blocks = each_once(parse_count_list("--blocks", blocks_, 100000, "16,32,48,64"));
     cfg_.iters = run_.iters_or(5);
     cfg_.warmup = run_.warmup_or(1);
@@ -178,6 +184,10 @@ Examples:
   // --model: the handoff of a model's KV (kv_handoff.hpp).
   int run_model(const Invocation& inv) {
     if (model_.empty()) throw UsageError("--model-file names models: choose one with --model");
+    for (const char* hixl : {"--block-bytes", "--blocks", "--mem", "--host-mem"})
+      if (app_->count(hixl) > 0)
+        throw UsageError(fmt::format(
+            "{} is for HIXL's fixed blocks, --model lays out the model's pages itself", hixl));
     std::vector<KvModel> models = kv_model_presets();
     if (!model_file_.empty()) {
       std::ifstream in(model_file_);
@@ -230,6 +240,7 @@ Examples:
   std::string model_, model_file_, kv_dtype_, isl_ = "8192", layout_ = "block", bursts_ = "1",
                                               op_ = "pull";
   int decode_tp_ = 0;
+  CLI::App* app_ = nullptr;
   std::string blocks_ = "16,32,48,64";
   RunOptions run_;
   RecordSchema schema_{"kv"};
