@@ -67,6 +67,18 @@ int launcher_rank() {
   return -1;
 }
 
+std::vector<std::vector<double>> allgather_doubles(Runtime& rt, const std::vector<double>& mine) {
+  std::string wire(mine.size() * sizeof(double), '\0');
+  std::memcpy(wire.data(), mine.data(), wire.size());
+  std::vector<std::vector<double>> all;
+  for (const std::string& w : rt.allgather(wire)) {
+    std::vector<double> v(w.size() / sizeof(double));
+    std::memcpy(v.data(), w.data(), v.size() * sizeof(double));
+    all.push_back(std::move(v));
+  }
+  return all;
+}
+
 int launcher_local_rank() {
   for (const char* var :
        {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"})

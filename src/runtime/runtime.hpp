@@ -159,6 +159,9 @@ int launcher_rank();
 // -1 if none says.
 int launcher_local_rank();
 
+// Every rank's numbers on every rank, in rank order (over allgather).
+std::vector<std::vector<double>> allgather_doubles(Runtime& rt, const std::vector<double>& mine);
+
 // What the launcher that started this process announced, from its
 // environment: who it is and how many processes it started. Read in this
 // order, the first that is set wins: PMI_SIZE (MPICH's hydra mpiexec, srun

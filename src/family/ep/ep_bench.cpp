@@ -94,14 +94,10 @@ std::vector<EpTimes> gather(Runtime& rt, const EpTimes& mine, int iters) {
     flat.insert(flat.end(), mine.fresh[p].begin(), mine.fresh[p].end());
     flat.insert(flat.end(), mine.chained[p].begin(), mine.chained[p].end());
   }
-  std::string wire(flat.size() * sizeof(double), '\0');
-  std::memcpy(wire.data(), flat.data(), wire.size());
   std::vector<EpTimes> all;
   const auto n = static_cast<std::size_t>(iters);
-  for (const std::string& w : rt.allgather(wire)) {
-    if (w.size() != wire.size()) throw RuntimeError("ep: ranks timed different iterations");
-    std::vector<double> v(flat.size());
-    std::memcpy(v.data(), w.data(), w.size());
+  for (const std::vector<double>& v : allgather_doubles(rt, flat)) {
+    if (v.size() != flat.size()) throw RuntimeError("ep: ranks timed different iterations");
     EpTimes t;
     for (std::size_t p = 0; p < kPhases; ++p) {
       const auto at = v.begin() + static_cast<std::ptrdiff_t>(2 * p * n);

@@ -227,19 +227,6 @@ std::uint64_t wrong_bytes(const Step& st, const Roles& ro, const KvHandoffConfig
   return wrong;
 }
 
-// Every rank's samples, flattened, on every rank.
-std::vector<std::vector<double>> gather(Runtime& rt, const std::vector<double>& mine) {
-  std::string wire(mine.size() * sizeof(double), '\0');
-  std::memcpy(wire.data(), mine.data(), wire.size());
-  std::vector<std::vector<double>> all;
-  for (const std::string& w : rt.allgather(wire)) {
-    std::vector<double> v(w.size() / sizeof(double));
-    std::memcpy(v.data(), w.data(), v.size() * sizeof(double));
-    all.push_back(std::move(v));
-  }
-  return all;
-}
-
 // Element-wise MAX over ranks (a rank with no samples counts 0).
 std::vector<double> max_over(const std::vector<std::vector<double>>& all, std::size_t n) {
   std::vector<double> out(n, 0.0);
@@ -400,8 +387,8 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
         rt.barrier(serve);
         // A request's time: the last of its ranks; a burst's: its last request.
         const auto n = static_cast<std::size_t>(cfg.iters) * static_cast<std::size_t>(burst);
-        const std::vector<double> req = max_over(gather(rt, mine), n);
-        const std::vector<double> ceil = max_over(gather(rt, ceiling), ceiling.size());
+        const std::vector<double> req = max_over(allgather_doubles(rt, mine), n);
+        const std::vector<double> ceil = max_over(allgather_doubles(rt, ceiling), ceiling.size());
         for (int i = 0; i < cfg.iters; ++i)
           rounds.push_back(
               *std::max_element(req.begin() + static_cast<std::ptrdiff_t>(i) * burst,
