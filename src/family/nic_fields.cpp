@@ -1,5 +1,9 @@
 #include "family/nic_fields.hpp"
 
+#include <fmt/format.h>
+
+#include <sstream>
+
 namespace xb {
 
 RecordSchema& add_nic_fields(RecordSchema& s, const std::string& whose) {
@@ -21,6 +25,21 @@ RecordSchema& add_nic_fields(RecordSchema& s, const std::string& whose) {
 
 std::optional<NicDelta> NicWindow::close(std::uint64_t expected) const {
   return busiest_nic(nic_deltas(before_, sample_nics({})), expected);
+}
+
+std::string nic_wire(const std::optional<NicDelta>& d) {
+  if (!d) return "";
+  return fmt::format("{}\t{}\t{}\t{}", d->nic, d->tx_bytes, d->rx_bytes, nic_errors_text(*d));
+}
+
+NicWire parse_nic_wire(const std::string& text) {
+  NicWire w;
+  std::istringstream in(text);
+  std::getline(in, w.nic, '\t');
+  in >> w.tx_bytes >> w.rx_bytes;
+  in.ignore(1);
+  std::getline(in, w.errors);
+  return w;
 }
 
 void set_nic_fields(Record& r, const NicDelta& d, double seconds) {

@@ -38,6 +38,16 @@ class NicWindow {
   std::vector<NicSample> before_;
 };
 
+// One rank's busiest NIC as it travels in an allgather ("NIC\tTX\tRX\tERRORS",
+// "" where none moved its share), and back (an empty nic: none).
+struct NicWire {
+  std::string nic;
+  std::uint64_t tx_bytes = 0, rx_bytes = 0;
+  std::string errors;  // nic_errors_text
+};
+std::string nic_wire(const std::optional<NicDelta>& d);
+NicWire parse_nic_wire(const std::string& text);
+
 // `d`'s fields on `r`; wire GB/s: the larger of its bytes sent and
 // received over `seconds`.
 void set_nic_fields(Record& r, const NicDelta& d, double seconds);

@@ -8,7 +8,6 @@
 #include <exception>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "backend/common/device_wait.hpp"
@@ -212,10 +211,7 @@ RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const Co
   }
   RankTimes all = gather_times(rt, mine);
   if (count) {
-    std::string text;
-    if (const std::optional<NicDelta> d = nics.close(1))
-      text = fmt::format("{}\t{}\t{}\t{}", d->nic, d->tx_bytes, d->rx_bytes, nic_errors_text(*d));
-    all.nics = rt.allgather(text);
+    all.nics = rt.allgather(nic_wire(nics.close(1)));
   }
   return all;
 }
@@ -262,13 +258,10 @@ void set_rank_nics(Record& r, const RankTimes& t, const std::vector<std::string>
   std::string errors;
   bool any = false;
   for (std::size_t k = 0; k < t.nics.size(); ++k) {
-    std::istringstream in(t.nics[k]);
-    std::string nic, errs;
-    std::uint64_t sent = 0, got = 0;
-    std::getline(in, nic, '\t');
-    in >> sent >> got;
-    in.ignore(1);
-    std::getline(in, errs);
+    const NicWire w = parse_nic_wire(t.nics[k]);
+    const std::string& nic = w.nic;
+    const std::string& errs = w.errors;
+    const std::uint64_t sent = w.tx_bytes, got = w.rx_bytes;
     any = any || !nic.empty();
     names.push_back(nic);
     tx.push_back(static_cast<std::int64_t>(sent));

@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
@@ -242,13 +241,12 @@ void set_busiest_nic(Record& r, const std::vector<std::string>& all,
   NicDelta best;
   std::string errors;
   for (const std::string& t : all) {
-    std::istringstream in(t);
+    const NicWire w = parse_nic_wire(t);
     NicDelta d;
-    std::string errs;
-    std::getline(in, d.nic, '\t');
-    in >> d.tx_bytes >> d.rx_bytes;
-    in.ignore(1);
-    std::getline(in, errs);
+    d.nic = w.nic;
+    d.tx_bytes = w.tx_bytes;
+    d.rx_bytes = w.rx_bytes;
+    const std::string& errs = w.errors;
     if (!d.nic.empty() &&
         std::max(d.tx_bytes, d.rx_bytes) > std::max(best.tx_bytes, best.rx_bytes)) {
       best = d;
@@ -360,9 +358,7 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
           const std::uint64_t share = shape.bytes * static_cast<std::uint64_t>(burst) *
                                       static_cast<std::uint64_t>(cfg.iters) /
                                       static_cast<std::uint64_t>(std::max(ro.pre, ro.n - ro.pre));
-          if (const std::optional<NicDelta> d = nics.close(share))
-            nic_text = fmt::format("{}\t{}\t{}\t{}", d->nic, d->tx_bytes, d->rx_bytes,
-                                   nic_errors_text(*d));
+          nic_text = nic_wire(nics.close(share));
         }
         std::vector<double> ceiling;
         for (int i = 0; i < cfg.iters; ++i) {
