@@ -537,6 +537,15 @@ def doctor_section(path, doc):
     return "".join(out), len(rows)
 
 
+def wrong_cell(r):
+    """--check every: "26 of 2000 (1.3 %, 0.89-1.9 %)"; "-" where not checked every iteration."""
+    if not isinstance(r.get("checked_iters"), int):
+        return "-"
+    w, n = r.get("wrong_iters", 0), r["checked_iters"]
+    lo, hi = num(r.get("wrong_rate_lo")), num(r.get("wrong_rate_hi"))
+    return f"{w} of {n} ({100 * w / n if n else 0:.3g} %, {100 * lo:.3g}-{100 * hi:.3g} %)"
+
+
 def css(verdict):
     return {"PASS": "pass", "WARN": "warn", "FAIL": "fail"}.get(verdict, "none")
 
@@ -563,9 +572,11 @@ def report(out, inputs):
             parts.append("<p>Each row's verdict, figures and reason: the verdict table at the top of the page.</p>")
             continue
         rows = [(r.get("case"), r.get("method"), r.get("src"), r.get("dst"), r.get("bytes"), r.get("status"),
-                 f"{r['gbps']['median']:.3f}", f"{r['time_us']['median']:.2f}", r.get("verified"))
+                 f"{r['gbps']['median']:.3f}", f"{r['time_us']['median']:.2f}", r.get("verified"),
+                 wrong_cell(r), r.get("reason") or "")
                 for r in doc["results"]]
-        parts.append(table(rows, ["case", "method", "src", "dst", "bytes", "status", "GB/s", "time us", "verified"]))
+        parts.append(table(rows, ["case", "method", "src", "dst", "bytes", "status", "GB/s", "time us", "verified",
+                                  "wrong iterations (95 %)", "reason"]))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>xferbench report</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin:1em 0}}

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coll/communicator.hpp"
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "runtime/mpi_check.hpp"
 
@@ -112,6 +113,7 @@ class MpiCommunicator final : public Communicator {
         MPI_Allreduce(in_place(send, recv), recv, mpi_count(count), type(t), mpi_op(t, op), comm_),
         "MPI_Allreduce");
     finish_avg(recv, count, t, op);
+    received(recv, count * dtype_size(t));
   }
   void allgather(const void* send, void* recv, std::size_t n, DType t) override {
     // In place (nccl-tests): this rank's part already sits at its slot of recv.
@@ -120,16 +122,19 @@ class MpiCommunicator final : public Communicator {
     mpi_check(MPI_Allgather(ip ? MPI_IN_PLACE : send, ip ? 0 : mpi_count(n), type(t), recv,
                             mpi_count(n), type(t), comm_),
               "MPI_Allgather");
+    received(recv, n * static_cast<std::size_t>(size_) * dtype_size(t));
   }
   void reducescatter(const void* send, void* recv, std::size_t n, DType t, RedOp op) override {
     mpi_check(MPI_Reduce_scatter_block(in_place(send, recv), recv, mpi_count(n), type(t),
                                        mpi_op(t, op), comm_),
               "MPI_Reduce_scatter_block");
     finish_avg(recv, n, t, op);
+    received(recv, n * dtype_size(t));
   }
   void broadcast(const void* send, void* recv, std::size_t n, DType t, int root) override {
     if (rank_ == root && send != recv) std::memcpy(recv, send, n * dtype_size(t));
     mpi_check(MPI_Bcast(recv, mpi_count(n), type(t), root, comm_), "MPI_Bcast");
+    received(recv, n * dtype_size(t));
   }
   void reduce(const void* send, void* recv, std::size_t n, DType t, RedOp op, int root) override {
     const void* s = send;
@@ -149,13 +154,16 @@ class MpiCommunicator final : public Communicator {
       r = nullptr;  // recvbuf matters only at the root; it must not alias sendbuf
     }
     mpi_check(MPI_Reduce(s, r, mpi_count(n), type(t), mpi_op(t, op), root, comm_), "MPI_Reduce");
-    if (rank_ == root) finish_avg(recv, n, t, op);
+    if (rank_ != root) return;
+    finish_avg(recv, n, t, op);
+    received(recv, n * dtype_size(t));
   }
   void alltoall(const void* send, void* recv, std::size_t n, DType t) override {
     const bool ip = send == recv;
     mpi_check(MPI_Alltoall(ip ? MPI_IN_PLACE : send, ip ? 0 : mpi_count(n), type(t), recv,
                            mpi_count(n), type(t), comm_),
               "MPI_Alltoall");
+    received(recv, n * static_cast<std::size_t>(size_) * dtype_size(t));
   }
   void sendrecv(const void* send, void* recv, std::size_t n, DType t) override {
     const int to = (rank_ + 1) % size_, from = (rank_ + size_ - 1) % size_;
@@ -168,6 +176,7 @@ class MpiCommunicator final : public Communicator {
                              0, comm_, MPI_STATUS_IGNORE),
                 "MPI_Sendrecv");
     }
+    received(recv, n * dtype_size(t));
   }
   void gather(const void* send, void* recv, std::size_t n, DType t, int root) override {
     // In place (nccl-tests): the root's part already sits at its slot of recv.
@@ -177,6 +186,7 @@ class MpiCommunicator final : public Communicator {
     mpi_check(MPI_Gather(ip ? MPI_IN_PLACE : send, ip ? 0 : mpi_count(n), type(t), recv,
                          mpi_count(n), type(t), root, comm_),
               "MPI_Gather");
+    if (rank_ == root) received(recv, n * static_cast<std::size_t>(size_) * dtype_size(t));
   }
   void scatter(const void* send, void* recv, std::size_t n, DType t, int root) override {
     // In place: the root's result is its slot of the input.
@@ -186,6 +196,7 @@ class MpiCommunicator final : public Communicator {
     mpi_check(MPI_Scatter(send, mpi_count(n), type(t), ip ? MPI_IN_PLACE : recv, mpi_count(n),
                           type(t), root, comm_),
               "MPI_Scatter");
+    if (!ip) received(recv, n * dtype_size(t));  // in place, the root's part never moved
   }
   void alltoallv(const void* send, std::span<const std::size_t> send_counts,
                  std::span<const std::size_t> send_displs, void* recv,
@@ -199,10 +210,22 @@ class MpiCommunicator final : public Communicator {
     mpi_check(MPI_Alltoallv(send, ints(send_counts, sc_), ints(send_displs, sd_), type(t), recv,
                             ints(recv_counts, rc_), ints(recv_displs, rd_), type(t), comm_),
               "MPI_Alltoallv");
+    std::size_t end = 0;
+    for (std::size_t i = 0; i < recv_counts.size(); ++i)
+      end = std::max(end, recv_displs[i] + recv_counts[i]);
+    received(recv, end * dtype_size(t));
   }
   void synchronize() override {}
 
  private:
+  // XFERBENCH_HOST_CORRUPT (core/corruption.hpp): one bit of what this rank
+  // received flipped, in the calls the knob draws for it.
+  void received(void* recv, std::size_t bytes) {
+    if (!knob_ || !recv) return;
+    if (const auto flip = knob_->draw_receive(rank_, -1, bytes)) flip->apply(recv);
+  }
+  Corrupter* knob_ = Corrupter::from_env();
+
   static const void* in_place(const void* send, const void* recv) {
     return send == recv ? MPI_IN_PLACE : send;
   }

@@ -107,8 +107,19 @@ void fill_inputs(const CollCase& c, int rank, void* send, std::size_t count) {
 }
 
 std::size_t count_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& k) {
-  if (!receives(c, rank)) return 0;
-  std::size_t wrong = 0;
+  return find_wrong(c, rank, recv, k).count;
+}
+
+WrongElements find_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& k) {
+  WrongElements out;
+  if (!receives(c, rank)) return out;
+  std::size_t& wrong = out.count;
+  const auto seen = [&](std::size_t i, double got, double want) {
+    if (wrong++) return;
+    out.first = i;
+    out.got = got;
+    out.expected = want;
+  };
   const std::size_t n = k.recv_of(rank);
   // fp8 avg: every rank's inputs are equal (input_value), so the expected
   // average is the input, and the bounds depend on it alone: 1, 2, 4 or 8.
@@ -119,15 +130,15 @@ std::size_t count_wrong(const CollCase& c, int rank, const void* recv, const Col
     const double got = load(c.dtype, recv, i);
     const double want = rounded(c.dtype, expected_value(c, rank, i, k));
     if (!fp8_avg) {
-      if (got != want) ++wrong;
+      if (got != want) seen(i, got, want);
       continue;
     }
     auto it = bounds.find(want);
     if (it == bounds.end())
       it = bounds.emplace(want, fp8_avg_bounds(c.dtype, c.nranks, want)).first;
-    if (!(got >= it->second.lo && got <= it->second.hi)) ++wrong;  // NaN too
+    if (!(got >= it->second.lo && got <= it->second.hi)) seen(i, got, want);  // NaN too
   }
-  return wrong;
+  return out;
 }
 
 }  // namespace xb

@@ -37,5 +37,12 @@ Fp8AvgBounds fp8_avg_bounds(DType t, int n, double x);
 // (exact but for fp8 avg, held to fp8_avg_bounds).
 void fill_inputs(const CollCase& c, int rank, void* send, std::size_t count);
 std::size_t count_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& counts);
+// The same, with the first wrong element: its index, what it should hold
+// and what it holds.
+struct WrongElements {
+  std::size_t count = 0, first = 0;
+  double expected = 0, got = 0;
+};
+WrongElements find_wrong(const CollCase& c, int rank, const void* recv, const CollCounts& counts);
 
 }  // namespace xb

@@ -15,6 +15,8 @@ std::byte byte_at(std::uint64_t seed, std::uint64_t pos) {
 
 }  // namespace
 
+std::byte pattern_byte(std::uint64_t seed, std::uint64_t pos) { return byte_at(seed, pos); }
+
 void fill_pattern(std::span<std::byte> out, std::uint64_t seed, std::uint64_t offset) {
   std::size_t i = 0;
   // Unaligned head, then whole words, then the tail.
@@ -41,6 +43,20 @@ std::optional<std::size_t> find_mismatch(std::span<const std::byte> data, std::u
   for (; i < data.size(); ++i)
     if (data[i] != byte_at(seed, offset + i)) return i;
   return std::nullopt;
+}
+
+Mismatches find_mismatches(std::span<const std::byte> data, std::uint64_t seed,
+                           std::uint64_t offset) {
+  Mismatches m;
+  std::size_t from = 0;
+  while (from < data.size()) {
+    const auto bad = find_mismatch(data.subspan(from), seed, offset + from);
+    if (!bad) break;
+    if (!m.first) m.first = from + *bad;
+    ++m.count;
+    from += *bad + 1;
+  }
+  return m;
 }
 
 }  // namespace xb

@@ -33,4 +33,16 @@ void fill_pattern(std::span<std::byte> out, std::uint64_t seed, std::uint64_t of
 std::optional<std::size_t> find_mismatch(std::span<const std::byte> data, std::uint64_t seed,
                                          std::uint64_t offset = 0);
 
+// Byte `pos` of the pattern stream `seed`.
+std::byte pattern_byte(std::uint64_t seed, std::uint64_t pos);
+
+// Every byte that differs from the pattern: the first one's offset
+// (relative to `data`) and how many there are.
+struct Mismatches {
+  std::optional<std::size_t> first;
+  std::size_t count = 0;
+};
+Mismatches find_mismatches(std::span<const std::byte> data, std::uint64_t seed,
+                           std::uint64_t offset = 0);
+
 }  // namespace xb

@@ -1,5 +1,6 @@
 #include "core/schema.hpp"
 
+#include "core/corruption.hpp"
 #include "core/journal.hpp"
 
 namespace xb {
@@ -60,6 +61,19 @@ const std::vector<FieldSpec>& run_fields() {
        "--duration, --cycles: the repetition the record belongs to (0, 1, ...)"},
       {std::string(kTUnix.name), field_type_of<double>(), FieldRole::info,
        "--duration, --cycles: wall clock at the record's end, seconds since 1970"},
+      {std::string(check_field::checked_iters.name), field_type_of<std::int64_t>(), FieldRole::info,
+       "--check every: the iterations whose data was checked"},
+      {std::string(check_field::wrong_iters.name), field_type_of<std::int64_t>(), FieldRole::metric,
+       "--check every: the checked iterations with wrong data"},
+      {std::string(check_field::wrong_rate.name), field_type_of<double>(), FieldRole::metric,
+       "--check every: wrong_iters / checked_iters (a fraction)"},
+      {std::string(check_field::wrong_rate_lo.name), field_type_of<double>(), FieldRole::info,
+       "--check every: the rate's 95 % interval, low end (Wilson score interval)"},
+      {std::string(check_field::wrong_rate_hi.name), field_type_of<double>(), FieldRole::info,
+       "--check every: the rate's 95 % interval, high end (0 wrong of n: at most this)"},
+      {std::string(check_field::first_bad.name), field_type_of<std::string>(), FieldRole::info,
+       "--check every: the first wrong place (iteration, where, offset, expected, got, xor, "
+       "how many in it)"},
   };
   return fields;
 }

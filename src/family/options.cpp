@@ -30,6 +30,20 @@ CLI::Option* number_in(CLI::Option* o, double lo, double hi, bool above, std::st
       want));
 }
 
+CLI::Validator check_modes() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          parse_check_mode(text, "");
+        } catch (const UsageError&) {
+          return fmt::format(
+              "'{}' is not a check mode: give every (each timed iteration), last or none", text);
+        }
+        return {};
+      },
+      "MODE");
+}
+
 CLI::Option* positive_seconds(CLI::Option* o) {
   return number_in(o, 0, 3.2e7, true, "seconds > 0 (at most a year)");
 }
@@ -66,7 +80,27 @@ void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offe
     app.add_option(offered.iters_name, opts.iters, offered.iters)->check(CLI::Range(1, 10000000));
   if (!offered.warmup.empty())
     app.add_option("-w,--warmup", opts.warmup, offered.warmup)->check(CLI::Range(0, 1000000));
-  if (!offered.check.empty()) app.add_flag("--no-check", opts.no_check, offered.check);
+  if (!offered.check.empty()) {
+    auto* no = app.add_flag("--no-check", opts.no_check, offered.check);
+    if (offered.check_every) {
+      // A family with its own spelling (coll's nccl-tests -c) declares it first.
+      auto* mode = app.get_option_no_throw("--check");
+      if (!mode)
+        mode = app.add_option("--check", opts.check,
+                              "every: check each timed iteration outside its timing, with a "
+                              "fresh pattern, and report the wrong ones' rate; last (default): "
+                              "the last; none: as --no-check")
+                   ->type_name("MODE")
+                   ->check(check_modes());
+      auto* its = app.add_option("--check-iters", opts.check_iters,
+                                 "as --check every -n N: N iterations, each checked (a soak; "
+                                 "nccl-tests' -c N)")
+                      ->check(CLI::Range(1, 10000000));
+      no->excludes(mode)->excludes(its);
+      mode->excludes(its);
+      if (auto* n = app.get_option_no_throw(offered.iters_name.substr(0, 2))) n->excludes(its);
+    }
+  }
   if (offered.ranks)
     app.add_option("--ranks", opts.ranks,
                    "outside a launcher: start N ranks under the launcher of the MPI it is built "
@@ -87,6 +121,12 @@ void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offe
                  "exit 1 when a record's headline figure (GB/s; coll: busbw) is below this")
       ->type_name("GBPS");
   number_in(app.get_option("--min-bw"), 0, std::numeric_limits<double>::infinity());
+}
+
+CheckMode check_mode(const RunOptions& opts) {
+  if (opts.no_check) return CheckMode::none;
+  if (opts.check_iters > 0) return CheckMode::every;
+  return opts.check.empty() ? CheckMode::last : parse_check_mode(opts.check, "--check");
 }
 
 RunOptions host_only(RunOptions opts, const std::string& family) {

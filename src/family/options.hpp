@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "core/corruption.hpp"
 #include "core/units.hpp"
 
 namespace CLI {
 class App;
 class Option;
+class Validator;
 }  // namespace CLI
 
 namespace xb {
@@ -25,11 +27,13 @@ struct RunOptions {
   int iters = 0;      // -n: 0 = the family's default
   int warmup = -1;    // -w: -1 = the family's default
   bool no_check = false;
+  std::string check;     // --check every|last|none ("": the family's default, last)
+  int check_iters = 0;   // --check-iters N: --check every -n N (0: not given)
   int ranks = 0;         // --ranks: 0 = as launched
   std::string duration;  // --duration: repeat for this long ("10m")
   int cycles = -1;       // --cycles: repeat this many times, 0 until stopped; -1 not given
 
-  int iters_or(int dflt) const { return iters > 0 ? iters : dflt; }
+  int iters_or(int dflt) const { return check_iters > 0 ? check_iters : iters > 0 ? iters : dflt; }
   int warmup_or(int dflt) const { return warmup >= 0 ? warmup : dflt; }
 };
 
@@ -40,9 +44,12 @@ struct OfferedOptions {
   std::string iters_name = "-n,--iters";  // engine counts loops: "-n,--loops"
   std::string warmup;                     // "-w" help; empty: no -w
   std::string check;                      // "--no-check" help; empty: no --no-check
-  bool ranks = false;                     // --ranks N
-  bool prom = false;                      // --format prom (Family::prometheus)
-  bool monitor = false;                   // --duration / --cycles
+  // Also --check every|last|none and --check-iters N (core/corruption.hpp):
+  // the family checks each timed iteration when asked.
+  bool check_every = false;
+  bool ranks = false;    // --ranks N
+  bool prom = false;     // --format prom (Family::prometheus)
+  bool monitor = false;  // --duration / --cycles
   // What a cycle gives, for their help.
   std::string cycle_gives = "records get cycle and t_unix";
 };
@@ -54,6 +61,8 @@ struct OfferedOptions {
 // `want` says what it takes in messages (default: "a number >= 0" etc).
 CLI::Option* number_in(CLI::Option* o, double lo, double hi, bool above = false,
                        std::string want = {});
+// --check's modes: every, last, none; else one line naming what it takes.
+CLI::Validator check_modes();
 // Seconds: a finite number > 0, at most a year.
 CLI::Option* positive_seconds(CLI::Option* o);
 
@@ -63,6 +72,9 @@ void add_run_options(CLI::App& app, RunOptions& opts, const OfferedOptions& offe
 // false: the command writes facts, not records (list, topo), and its
 // --format help offers table and json only.
 void add_output_options(CLI::App& app, RunOptions& opts, bool prom = false, bool records = true);
+// --check, --check-iters and --no-check as one mode (last when none is given).
+CheckMode check_mode(const RunOptions& opts);
+
 // For families on host memory only: `auto` means host; another backend is a
 // UsageError naming the family.
 RunOptions host_only(RunOptions opts, const std::string& family);

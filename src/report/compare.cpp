@@ -254,6 +254,34 @@ std::pair<std::string, double> metric_of(const RecordSchema* schema, const json&
   return {name, r.contains("gbps") ? r["gbps"].value("median", 0.0) : 0.0};
 }
 
+// A record with figures to compare: ok, or failed on wrong data with its
+// times kept (--check every, or a verification that failed).
+bool has_figures(const json& r) {
+  const std::string st = r.value("status", "");
+  if (st == "ok") return true;
+  const bool wrong = r.contains("wrong_iters") ||
+                     (r.contains("verified") && r["verified"].is_boolean() && !r["verified"]);
+  return st == "failed" && wrong && r.contains("time_us") && r["time_us"].is_object() &&
+         r["time_us"].value("median", 0.0) > 0;
+}
+
+// "26/2000" (--check every), "wrong" (a failed verification), "ok" where
+// right; "" where it says nothing.
+std::string wrong_text(const json& r) {
+  const auto num = [&](const char* k) {
+    return r.contains(k) && r[k].is_number_integer() ? r[k].get<std::int64_t>() : -1;
+  };
+  if (num("checked_iters") >= 0)
+    return fmt::format("{}/{}", num("wrong_iters"), num("checked_iters"));
+  if (r.contains("verified") && r["verified"].is_boolean()) return r["verified"] ? "ok" : "wrong";
+  return "";
+}
+
+bool is_wrong(const json& r) {
+  const std::string w = wrong_text(r);
+  return w == "wrong" || (!w.empty() && w != "ok" && w.rfind("0/", 0) != 0);
+}
+
 }  // namespace
 
 std::string load_result_text(const std::string& path) { return load(path).dump(); }
@@ -317,11 +345,11 @@ Comparison compare_results(const std::string& old_path, const std::string& new_p
   const RecordSchema* schema = schema_of ? schema_of(cmd) : nullptr;
   std::map<std::string, const json*> old_by_key;
   for (const auto& r : a["results"])
-    if (r.value("status", "") == "ok") old_by_key[key_of(cmd, schema, r)] = &r;
+    if (has_figures(r)) old_by_key[key_of(cmd, schema, r)] = &r;
   Comparison c;
   std::map<std::string, bool> seen;
   for (const auto& r : b["results"]) {
-    if (r.value("status", "") != "ok") continue;
+    if (!has_figures(r)) continue;
     const std::string k = key_of(cmd, schema, r);
     auto it = old_by_key.find(k);
     if (it == old_by_key.end()) {
@@ -335,9 +363,12 @@ Comparison compare_results(const std::string& old_path, const std::string& new_p
     const std::string label = r.contains("cycle") && r["cycle"].is_number()
                                   ? fmt::format("{} cycle={}", k, r["cycle"].dump())
                                   : k;
-    CompareRow row{label, name, ov, nv, ov > 0 ? nv / ov : 0, false};
+    CompareRow row{label, name, ov, nv, ov > 0 ? nv / ov : 0, false, "", false};
     row.regression = ov > 0 && nv < ov * (1 - threshold);
-    c.regressions += row.regression ? 1 : 0;
+    if (is_wrong(r) || is_wrong(*it->second))
+      row.wrong = wrong_text(*it->second) + " -> " + wrong_text(r);
+    row.wrong_data = is_wrong(r) && !is_wrong(*it->second);  // wrong in both: shown, not new
+    c.regressions += row.regression || row.wrong_data ? 1 : 0;
     c.rows.push_back(row);
   }
   for (const auto& [k, r] : old_by_key)
@@ -352,8 +383,14 @@ std::string format_comparison(const Comparison& c, double threshold) {
   out +=
       fmt::format("{:<64} {:>6} {:>10} {:>10} {:>7}\n", "record", "metric", "old", "new", "ratio");
   for (const auto& r : c.rows)
-    out += fmt::format("{:<64} {:>6} {:>10.3f} {:>10.3f} {:>7.3f}{}\n", r.key, r.metric,
-                       r.old_value, r.new_value, r.ratio, r.regression ? "  REGRESSION" : "");
+    out += fmt::format(
+        "{:<64} {:>6} {:>10.3f} {:>10.3f} {:>7.3f}{}{}\n", r.key, r.metric, r.old_value,
+        r.new_value, r.ratio, r.regression ? "  REGRESSION" : "",
+        r.wrong.empty() ? ""
+        : r.wrong_data  ? "  WRONG DATA " + r.wrong
+        : r.wrong.find("-> 0/") != std::string::npos || r.wrong.find("-> ok") != std::string::npos
+            ? "  wrong data " + r.wrong + " (now right)"
+            : "  wrong data " + r.wrong + " (as before)");
   for (const auto& k : c.only_old) out += fmt::format("only in the old file: {}\n", k);
   for (const auto& k : c.only_new) out += fmt::format("only in the new file: {}\n", k);
   out += fmt::format("{} matched, {} regression{} past {:.1f}%, {} unmatched\n", c.rows.size(),

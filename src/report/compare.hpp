@@ -16,6 +16,10 @@ struct CompareRow {
   double new_value = 0;
   double ratio = 0;  // new / old
   bool regression = false;
+  // Wrong data in either file ("0/2000 -> 26/2000"; "" when both were
+  // right): new wrong data is a regression whatever its speed.
+  std::string wrong;
+  bool wrong_data = false;
 };
 
 struct Comparison {

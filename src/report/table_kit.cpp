@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/corruption.hpp"
+
 namespace xb {
 
 std::string table_header(const Report& r) {
@@ -27,6 +29,7 @@ std::string table_footer(const Report& r) {
   }
   out += fmt::format("\n{} results: {} ok, {} waived, {} failed\n", r.results.size(),
                      count[Status::ok], count[Status::waived], count[Status::failed]);
+  out += check_every_line(r.results);
   for (const auto& x : r.results) {
     if (x.status != Status::failed) continue;
     if (x.bytes == 0)  // a verdict (doctor, fleet): its check and where, nothing moved
@@ -36,6 +39,28 @@ std::string table_footer(const Report& r) {
                          x.bytes, x.reason);
   }
   return out;
+}
+
+std::string check_every_line(const std::vector<Record>& results) {
+  std::int64_t checked = 0, wrong = 0, records = 0, fewest = -1;
+  for (const auto& x : results) {
+    const auto c = x.get(check_field::checked_iters);
+    if (!c) continue;
+    ++records;
+    checked += *c;
+    const std::int64_t w = x.get_or(check_field::wrong_iters, std::int64_t{0});
+    wrong += w;
+    if (w == 0 && (fewest < 0 || *c < fewest)) fewest = *c;
+  }
+  if (!records) return "";
+  std::string out = fmt::format("--check every: {} iterations checked in {} record{}, {} wrong",
+                                checked, records, records == 1 ? "" : "s", wrong);
+  if (fewest > 0)
+    out += fmt::format(
+        "; a record with none wrong in {} bounds its rate below {:.3g} % (95 %, "
+        "Wilson)",
+        fewest, 100 * wilson95(0, fewest).hi);
+  return out + "\n";
 }
 
 std::string field_text(const FieldValue& v) {

@@ -13,6 +13,9 @@ namespace xb {
 std::string table_header(const Report& r);
 // Summary lines (crossover, ...) and the ok/waived/failed count.
 std::string table_footer(const Report& r);
+// With --check every: the iterations checked and wrong over the records, and
+// the rate a clean record bounds ("" when no record was checked every iteration).
+std::string check_every_line(const std::vector<Record>& results);
 
 std::string field_text(const FieldValue& v);
 const FieldValue* find_field(const std::vector<Field>& fields, const std::string& key);

@@ -170,6 +170,22 @@ PY
   [ "$(grep -c REGRESSION "$tmp/drop.log")" -eq 1 ] || fail "expected one regression: $(cat "$tmp/drop.log")"
   grep -q "only in the new file" "$tmp/drop.log" || fail "unmatched record not listed"
   "$xb" compare "$tmp/base.json" "$tmp/new.json" --threshold 15% >/dev/null || fail "10% drop flagged at 15%"
+  # Wrong data at the same speed (--check every): compared, and a regression of its own.
+  "$xb" copy -t d2d -s 64K -n 50 --method dma --check every --format json -o "$tmp/every.json" -q ||
+    fail "copy --check every"
+  "$py" - "$tmp/every.json" "$tmp/wrong.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["results"][0]
+r.update(status="failed", verified=False, wrong_iters=3, reason="wrong data: 3 of 50")
+json.dump(d, open(sys.argv[2], "w"))
+PY
+  "$xb" compare "$tmp/every.json" "$tmp/wrong.json" >"$tmp/wrong.log"; rc=$?
+  [ $rc -eq 1 ] || fail "wrong data: exit $rc, expected 1: $(cat "$tmp/wrong.log")"
+  grep -q "WRONG DATA 0/50 -> 3/50" "$tmp/wrong.log" || fail "no WRONG DATA row: $(cat "$tmp/wrong.log")"
+  grep -q "1 matched, 1 regression" "$tmp/wrong.log" || fail "not counted: $(cat "$tmp/wrong.log")"
+  "$xb" compare "$tmp/wrong.json" "$tmp/every.json" >"$tmp/right.log" || fail "now right: a regression"
+  grep -q "(now right)" "$tmp/right.log" || fail "now right not said: $(cat "$tmp/right.log")"
   ;;
 bad_input)
   echo "not json" >"$tmp/bad.json"

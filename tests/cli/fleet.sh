@@ -10,6 +10,8 @@
 #   receive   rank2:0.02:rx: slow_hosts = #2, its receive path
 #   link      rank1-rank2:0.02: slow_links = #1<->#2, no host
 #   quick     as host, with --quick (4 random matchings a pass: 8 pairs in 2 passes)
+#   corrupt   XFERBENCH_HOST_CORRUPT=25%:rank1-rank2 with --check every: #1<->#2 FAIL for
+#             wrong data at its normal speed (its figure within the others'), no host
 # Five ranks on a busy 2-core machine: a transfer that has to wait for its
 # partner's turn on a core takes a scheduler slice (about 2 ms), so 8 MiB
 # transfers keep such a pair above 0.15 of the others, the faults (0.02)
@@ -22,18 +24,21 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL [$scenario]: $*"; tail -30 "$tmp/out"; exit 1; }
 
-extra=""
+extra="" corrupt=""
 case $scenario in
   nofault) throttle="" want_rc=0 hosts="" links="" ;;
   host) throttle=rank3:0.02 want_rc=1 hosts="#3" links="" ;;
   receive) throttle=rank2:0.02:rx want_rc=1 hosts="#2" links="" ;;
   link) throttle=rank1-rank2:0.02 want_rc=1 hosts="" links="#1<->#2" ;;
   quick) throttle=rank3:0.02 want_rc=1 hosts="#3" links="" extra=--quick ;;
+  corrupt) throttle="" corrupt=25%:rank1-rank2 want_rc=1 hosts="" links="#1<->#2" \
+    extra="--check every" ;;
   *) fail "unknown scenario" ;;
 esac
 
 for rep in $(seq "$reps"); do
-  XFERBENCH_HOST_THROTTLE=$throttle "$mpiexec" -n 5 "$xb" fleet --backend host -s 8M -n 3 \
+  XFERBENCH_HOST_CORRUPT=$corrupt XFERBENCH_HOST_THROTTLE=$throttle "$mpiexec" -n 5 "$xb" fleet \
+    --backend host -s 8M -n 3 \
     --pings 50 --concurrency 1 --passes 2 --threshold 0.1 --no-census --format json $extra \
     -o "$tmp/f.json" >"$tmp/out" 2>&1
   rc=$?
@@ -52,6 +57,18 @@ ok = got_h == sys.argv[2] and got_l == sys.argv[3]
 if sys.argv[4] == "receive":
     why = [r["why"] for r in doc["results"] if r["case"] == "host" and r["verdict"] == "FAIL"]
     ok = ok and any("receive path" in w for w in why)
+if sys.argv[4] == "corrupt":
+    # FAIL for wrong data, with its count and interval, at a speed the others have.
+    rows = [r for r in doc["results"] if r["case"] == "link" and r["verdict"] == "FAIL"]
+    ok = ok and len(rows) == 1 and rows[0]["why"].startswith("wrong data in ")
+    ok = ok and "95 % interval" in rows[0]["why"] and "first: iteration" in rows[0]["why"]
+    ok = ok and rows[0]["measured"] >= 0.5 * s["reference_gbps"]
+    ok = ok and ("reproduced" in rows[0]["why"])  # confirmation checked it again
+    bad = [r for r in doc["results"] if r.get("wrong_iters", 0) > 0]
+    ends = {frozenset((r["src"], r["dst"])) for r in bad}
+    ok = ok and bad and ends == {frozenset((1, 2))}  # only the link's transfers
+    ok = ok and all(r["checked_iters"] >= 1 and r["status"] == "failed" for r in bad)
+    print(rows[0]["why"] if rows else "no link row")
 sends = [r for r in doc["results"] if r["case"] == "send" and not r.get("confirm")]
 pairs = 4 * 2 * 2 if sys.argv[4] == "quick" else 10 * 2  # quick: 2 pairs a matching, 4 a pass
 ok = ok and len(sends) == 2 * pairs  # both directions

@@ -87,5 +87,14 @@ elif case == "corrupt":
                    env={"XFERBENCH_TEST_KV_CORRUPT": "1"}, rc=1)
         assert r["status"] == "failed" and r["wrong_bytes"] == 1 and r["verified"] is False, r
     print("ok: one flipped byte counted, pull and push")
+elif case == "every":
+    base = seventy + ["--tp", "2", "--isl", "64", "-n", "4", "--check", "every"]
+    for op in ("pull", "push"):
+        (r,) = run(2, base + ["--op", op])
+        assert r["status"] == "ok" and r["checked_iters"] == 4 and r["wrong_iters"] == 0, r
+        (r,) = run(2, base + ["--op", op], env={"XFERBENCH_TEST_KV_CORRUPT": "1"}, rc=1)
+        assert r["checked_iters"] == 4 and r["wrong_iters"] == 4 and r["wrong_bytes"] == 1, r
+        assert r["first_bad"].startswith("iteration 0, rank 1 (") and "xor 0x01" in r["first_bad"], r
+    print("ok: every timed round checked, pull and push; the seam's byte in each")
 else:
     sys.exit("unknown case " + case)

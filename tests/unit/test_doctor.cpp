@@ -482,8 +482,8 @@ TEST(DoctorEngineLanes, NicLineRateFromSysfs) {
 // order of the rows come from it.
 TEST(DoctorRegistry, EveryCheckOnceInItsOrder) {
   const std::vector<std::string> order = {"bandwidth", "link",    "direction", "duplex",
-                                          "numa",      "devices", "pairs",     "latency",
-                                          "engine",    "noise",   "clocks"};
+                                          "numa",      "devices", "data",      "pairs",
+                                          "latency",   "engine",  "noise",     "clocks"};
   EXPECT_EQ(doctor::check_names(), order);
   const auto checks = doctor::make_checks();
   ASSERT_EQ(checks.size(), order.size());
@@ -512,8 +512,8 @@ TEST(DoctorRegistry, TheProbesEachCheckReads) {
   }
   const std::map<std::string, std::string> expected = {
       {"bandwidth", "cp--"}, {"link", "----"},    {"direction", "c---"}, {"duplex", "c-d-"},
-      {"numa", "c--n"},      {"devices", "c---"}, {"pairs", "-p--"},     {"latency", "----"},
-      {"engine", "----"},    {"noise", "cp--"},   {"clocks", "----"}};
+      {"numa", "c--n"},      {"devices", "c---"}, {"data", "----"},      {"pairs", "-p--"},
+      {"latency", "----"},   {"engine", "----"},  {"noise", "cp--"},     {"clocks", "----"}};
   EXPECT_EQ(needs, expected);
 }
 

@@ -609,3 +609,65 @@ TEST(FleetJudge, LinkWarnsStandOutOfTheFleetsSpread) {
 
 }  // namespace
 }  // namespace xb
+
+namespace xb {
+
+// Wrong data (--check every) is a FAIL whatever the speed: of the link, or
+// of the host where it had wrong data with more than half its partners;
+// confirmation says whether it reproduced and never clears it.
+TEST(FleetJudge, WrongDataConvictsAtNormalSpeed) {
+  Synthetic s(5);
+  auto figs = s.figures();
+  for (auto& f : figs) {
+    f.checked = 18;
+    if (f.a == 1 && f.b == 2) {
+      f.wrong = 2;
+      f.wrong_why = "iteration 0, rank 1 from rank 2, byte 7: expected 0x1d, got 0x0d (xor 0x10)";
+    }
+  }
+  auto j = judge_fleet(fleet_matrix(5, figs), names_of(5), 0, "", {});
+  ASSERT_EQ(j.slow_links, (std::vector<FleetPair>{{1, 2}}));
+  EXPECT_TRUE(j.slow_hosts.empty());
+  const Finding* row = nullptr;
+  for (const auto& f : j.findings)
+    if (f.check == "link" && f.where == "h1<->h2") row = &f;
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->verdict, Verdict::fail);
+  EXPECT_EQ(row->why.rfind("wrong data in 2 of 18 checked transfers (11.1 %, 95 % interval", 0), 0U)
+      << row->why;
+  EXPECT_NE(row->why.find("first: iteration 0, rank 1 from rank 2"), std::string::npos);
+  EXPECT_GT(row->measured, 0.8 * row->expected);  // its speed is normal, and says so
+  // Measured again alone, right this time: it stands, not reproduced.
+  std::vector<PairFigures> again{{1, 2, 100, 100}};
+  again[0].checked = 9;
+  confirm_links(j, names_of(5), j.slow_links, again, {});
+  ASSERT_EQ(j.slow_links, (std::vector<FleetPair>{{1, 2}}));
+  for (const auto& f : j.findings)
+    if (f.where == "h1<->h2") {
+      EXPECT_EQ(f.verdict, Verdict::fail);
+      EXPECT_NE(f.why.find("0 of 9 checked transfers wrong (not reproduced)"), std::string::npos)
+          << f.why;
+    }
+}
+
+TEST(FleetJudge, WrongDataWithMostPartnersIsTheHost) {
+  Synthetic s(5);
+  auto figs = s.figures();
+  for (auto& f : figs) {
+    f.checked = 18;
+    if (f.a == 3 || f.b == 3) {
+      f.wrong = 1;
+      f.wrong_why = "iteration 4, rank 3 from rank 0, byte 1: expected 0x01, got 0x03 (xor 0x02)";
+    }
+  }
+  const auto j = judge_fleet(fleet_matrix(5, figs), names_of(5), 0, "", {});
+  ASSERT_EQ(j.slow_hosts, std::vector<int>{3});
+  EXPECT_TRUE(j.slow_links.empty());
+  for (const auto& f : j.findings)
+    if (f.check == "host" && f.where == "h3") {
+      EXPECT_EQ(f.verdict, Verdict::fail);
+      EXPECT_EQ(f.why.rfind("wrong data with 4 of its 4 partners", 0), 0U) << f.why;
+    }
+}
+
+}  // namespace xb

@@ -80,11 +80,17 @@ TEST(Schema, RoleAndTypeNames) {
 TEST(Schema, FieldsTableShowsEveryFieldAndTheHeadline) {
   const std::string t = format_fields(sample_schema());
   EXPECT_NE(t.find("Fields of demo records"), std::string::npos) << t;
-  EXPECT_NE(t.find("  op       text     key     the collective\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("  busbw    number   metric  bus bandwidth, GB/s\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("  samples  list     info    every sample, us\n"), std::string::npos) << t;
+  // One column as wide as the longest name, run fields included (wrong_rate_lo).
+  EXPECT_NE(t.find("  op             text     key     the collective\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("  busbw          number   metric  bus bandwidth, GB/s\n"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  samples        list     info    every sample, us\n"), std::string::npos) << t;
   EXPECT_NE(t.find("compare and --min-bw judge busbw"), std::string::npos) << t;
-  EXPECT_NE(t.find("  cycle    int64    info    --duration, --cycles"), std::string::npos) << t;
+  EXPECT_NE(t.find("  cycle          int64    info    --duration, --cycles"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  wrong_rate_lo  number   info    --check every: the rate's 95 % interval"),
+            std::string::npos)
+      << t;
   EXPECT_NE(format_fields(RecordSchema("bare")).find("(none)"), std::string::npos);
 }
 

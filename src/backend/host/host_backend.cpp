@@ -128,6 +128,8 @@ HostBackend::HostBackend() : topo_(std::make_unique<Topo>()) {
   // (1 without one): the backend exists before MPI does.
   check_throttle_targets(throttle ? throttle : "", throttles_, ndev,
                          std::max(1, launch_seen().size));
+  if (Corrupter* knob = Corrupter::from_env())
+    knob->check_targets(ndev, std::max(1, launch_seen().size));
 }
 
 HostBackend::~HostBackend() {

@@ -72,6 +72,23 @@ WorkerPool::Part throttled(WorkerPool::Part part, double factor) {
   };
 }
 
+// ---- corruption (test-only) ---------------------------------------------------
+
+WorkerPool::Done corrupted(const Buffer& src, const Buffer& dst, void* d, Bytes n,
+                           WorkerPool::Done then) {
+  Corrupter* knob = Corrupter::from_env();
+  const std::optional<Flip> flip =
+      knob ? knob->draw_copy(src.kind() == MemKind::device ? src.device() : -1,
+                             dst.kind() == MemKind::device ? dst.device() : -1, n)
+           : std::nullopt;
+  if (!flip) return then;
+  // On the last worker, once every part of the copy is in place.
+  return [flip = *flip, d, then = std::move(then)](const std::string& error) {
+    flip.apply(d);
+    if (then) then(error);
+  };
+}
+
 // ---- streams ----------------------------------------------------------------
 
 void HostStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes dst_off, Bytes n) {
@@ -83,11 +100,12 @@ void HostStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes
                                                 dst.device())
                               : 1.0;
   engine_.submit(throttled(
-      [s, d, n](int w, int nw) {
-        const Piece p = piece_of(n, w, nw);
-        if (p.length) std::memcpy(d + p.offset, s + p.offset, p.length);
-      },
-      f));
+                     [s, d, n](int w, int nw) {
+                       const Piece p = piece_of(n, w, nw);
+                       if (p.length) std::memcpy(d + p.offset, s + p.offset, p.length);
+                     },
+                     f),
+                 corrupted(src, dst, d, n));
 }
 
 void HostStream::record(Event& event) {
@@ -176,9 +194,10 @@ class CoreCopier final : public Copier {
     return run_gated(pools, ops.size(), [&](std::size_t i) {
       const int d = executing_device(ops[i]);
       auto st = std::make_shared<EventState>();
-      pools_[d]->submit(throttled(staged_part(ops[i], tiles_[d].get()),
-                                  backend_.throttle(*ops[i].src, *ops[i].dst)),
-                        signal(st));
+      pools_[d]->submit(
+          throttled(staged_part(ops[i], tiles_[d].get()),
+                    backend_.throttle(*ops[i].src, *ops[i].dst)),
+          corrupted(*ops[i].src, *ops[i].dst, ops[i].dst->data(), ops[i].bytes, signal(st)));
       return st;
     });
   }

@@ -7,6 +7,7 @@
 #include "backend/backend.hpp"
 #include "backend/host/throttle.hpp"
 #include "backend/host/worker_pool.hpp"
+#include "core/corruption.hpp"
 
 namespace xb::host {
 
@@ -52,6 +53,10 @@ Piece piece_of(Bytes n, int i, int parts);
 std::string copy_direction(const Buffer& src, const Buffer& dst);
 // Wraps a worker's part so that it takes 1/factor of its time (factor < 1).
 WorkerPool::Part throttled(WorkerPool::Part part, double factor);
+// XFERBENCH_HOST_CORRUPT (core/corruption.hpp): `then`, or, for a copy
+// the knob draws, `then` after one bit of the n bytes at `d` is flipped.
+WorkerPool::Done corrupted(const Buffer& src, const Buffer& dst, void* d, Bytes n,
+                           WorkerPool::Done then = {});
 
 class HostStream final : public Stream {
  public:

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend/common/device_wait.hpp"
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/sysinfo.hpp"
@@ -220,26 +221,116 @@ RankTimes time_calls(Runtime& rt, Communicator& comm, const Call& call, const Co
 // replayed from a graph when the timed calls were (--graph: what a graph
 // computes is checked, not only the eager call); returns #wrong summed over
 // the ranks.
-std::int64_t check(Runtime& rt, Backend& b, Communicator& comm, CollBuffers& bufs,
-                   const CollCase& c, const CollCounts& k, bool inplace, const CollConfig& cfg) {
-  Bytes off = 0;
-  const Call call = place(b, comm, bufs, c, k, inplace, &off);
+// The inputs placed and the output poisoned (out of place) for a checked
+// call; *off: where its result will be.
+Call arm_check(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
+               const CollCounts& k, bool inplace, Bytes* off) {
+  const Call call = place(b, comm, bufs, c, k, inplace, off);
   const std::size_t es = dtype_size(c.dtype);
   const std::size_t n = k.recv_of(comm.rank());
   if (!inplace && n > 0) {  // 0xFF: NaN in every float type, -1 in the integers
     std::fill_n(bufs.host.begin(), n * es, std::byte{0xFF});
-    b.write(*bufs.recv, off, std::span<const std::byte>(bufs.host.data(), n * es));
+    b.write(*bufs.recv, *off, std::span<const std::byte>(bufs.host.data(), n * es));
   }
+  return call;
+}
+
+// This rank's wrong elements after a checked call (none where it receives nothing).
+WrongElements read_wrong(Backend& b, Communicator& comm, CollBuffers& bufs, const CollCase& c,
+                         const CollCounts& k, bool inplace, Bytes off, const CollConfig& cfg) {
+  if (!receives(c, comm.rank())) return {};
+  const std::size_t n = k.recv_of(comm.rank());
+  Buffer& out = inplace ? *bufs.inplace : *bufs.recv;
+  b.read(out, off, std::span(bufs.host.data(), n * dtype_size(c.dtype)));
+  if (cfg.before_check) cfg.before_check(c, bufs.host.data(), n);
+  return find_wrong(c, comm.rank(), bufs.host.data(), k);
+}
+
+std::int64_t check(Runtime& rt, Backend& b, Communicator& comm, CollBuffers& bufs,
+                   const CollCase& c, const CollCounts& k, bool inplace, const CollConfig& cfg) {
+  Bytes off = 0;
+  const Call call = arm_check(b, comm, bufs, c, k, inplace, &off);
   enqueue_captured(comm, cfg.graph && comm.on_stream(), call);
   comm.synchronize();
-  std::size_t wrong = 0;
-  if (receives(c, comm.rank())) {
-    Buffer& out = inplace ? *bufs.inplace : *bufs.recv;
-    b.read(out, off, std::span(bufs.host.data(), n * es));
-    if (cfg.before_check) cfg.before_check(c, bufs.host.data(), n);
-    wrong = count_wrong(c, comm.rank(), bufs.host.data(), k);
-  }
+  const std::size_t wrong = read_wrong(b, comm, bufs, c, k, inplace, off, cfg).count;
   return static_cast<std::int64_t>(rt.sum(static_cast<double>(wrong)));
+}
+
+// A wrong element as a first bad: its bits against the expected value's.
+FirstBad element_bad(const CollCase& c, int iter, const std::string& where, const WrongElements& w,
+                     const std::byte* got) {
+  const std::size_t es = dtype_size(c.dtype);
+  std::array<std::byte, 8> want{};
+  store(c.dtype, want.data(), 0, w.expected);
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < es; ++i)
+    x |= std::uint64_t{std::to_integer<std::uint8_t>(want[i] ^ got[w.first * es + i])} << (8 * i);
+  return FirstBad{iter,
+                  where,
+                  w.first,
+                  "element",
+                  fmt::format("{:g}", w.expected),
+                  fmt::format("{:g}", w.got),
+                  fmt::format("{:#0{}x}", x, 2 + 2 * es),
+                  w.count};
+}
+
+// --check every: each timed call alone from a barrier (host clock), its
+// inputs placed and its output poisoned before it and its result checked
+// after it, outside its time. `tally`: every rank's wrong iterations;
+// `per_rank`: each rank's own count of them.
+RankTimes time_checked(Runtime& rt, Backend& b, Communicator& comm, CollBuffers& bufs,
+                       const CollCase& c, const CollCounts& k, bool inplace, const CollConfig& cfg,
+                       const std::vector<std::string>& hosts, CheckTally& tally,
+                       std::vector<std::int64_t>& per_rank) {
+  const QuiesceOnUnwind quiesce(comm);
+  const bool slow = comm.rank() == cfg.slow_rank && cfg.slow_us > 0;
+  const auto lag = std::chrono::duration<double, std::micro>(cfg.slow_us);
+  Bytes off = 0;
+  {
+    const Call warm = place(b, comm, bufs, c, k, inplace, &off);
+    rt.barrier(Runtime::Wait::spin);
+    for (int i = 0; i < cfg.warmup; ++i) warm(i);
+    comm.synchronize();
+  }
+  const std::string where =
+      fmt::format("rank {} ({})", comm.rank(), hosts[static_cast<std::size_t>(comm.rank())]);
+  Timed mine;
+  CheckTally own;
+  for (int i = 0; i < cfg.iters; ++i) {
+    const Call call = arm_check(b, comm, bufs, c, k, inplace, &off);
+    rt.barrier(Runtime::Wait::spin);
+    if (slow) std::this_thread::sleep_for(lag);
+    const auto t1 = Clock::now();
+    call();
+    comm.synchronize();
+    const double us = elapsed_us(t1, Clock::now());
+    mine.iter.push_back(us);
+    mine.in_call.push_back(us);
+    const WrongElements w = read_wrong(b, comm, bufs, c, k, inplace, off, cfg);
+    if (w.count)
+      own.wrong(element_bad(c, i, where, w, bufs.host.data()));
+    else
+      own.right(i);
+  }
+  RankTimes all = gather_times(rt, mine);
+  per_rank.clear();
+  for (const std::string& wire : rt.allgather(own.to_wire())) {
+    const CheckTally t = CheckTally::from_wire(wire);
+    per_rank.push_back(t.wrong_iters());
+    tally.merge(t);
+  }
+  return all;
+}
+
+// "rank 1 (vm2): 23": the ranks that saw wrong data, with their wrong iterations.
+std::string wrong_ranks_text(const std::vector<std::int64_t>& per_rank,
+                             const std::vector<std::string>& hosts) {
+  std::string out;
+  for (std::size_t r = 0; r < per_rank.size(); ++r)
+    if (per_rank[r] > 0)
+      out += fmt::format("{}rank {} ({}): {}", out.empty() ? "" : "; ", r, hosts[r], per_rank[r]);
+  return out;
 }
 
 // The skew's fields on alltoallv records.
@@ -391,6 +482,9 @@ void register_coll(Registry& r) {
 }
 
 void validate_coll(int nranks, const CollConfig& cfg, Communicator* comm) {
+  if (cfg.graph && cfg.check_every)
+    throw UsageError(
+        "--graph replays the timed calls together; --check every checks each call alone: use one");
   if (cfg.graph && comm && !comm->can_capture())
     throw UsageError(
         fmt::format("--graph captures collectives on a device stream in a CUDA graph: {} {}",
@@ -472,12 +566,30 @@ CollResult run_coll(Runtime& rt, Communicator& comm, Backend& backend, const Col
             Record r;
             try {
               Bytes off = 0;
-              const Call call = place(backend, comm, bufs, c, k, inplace, &off);
-              const RankTimes times = time_calls(rt, comm, call, cfg);
-              const std::int64_t wrong =
-                  cfg.check ? check(rt, backend, comm, bufs, c, k, inplace, cfg) : 0;
+              CheckTally tally;
+              std::vector<std::int64_t> per_rank;
+              RankTimes times;
+              std::int64_t wrong = 0;
+              if (cfg.check_every) {
+                times = time_checked(rt, backend, comm, bufs, c, k, inplace, cfg, hosts, tally,
+                                     per_rank);
+              } else {
+                const Call call = place(backend, comm, bufs, c, k, inplace, &off);
+                times = time_calls(rt, comm, call, cfg);
+                if (cfg.check) wrong = check(rt, backend, comm, bufs, c, k, inplace, cfg);
+              }
               r = make_record(c, k, n, inplace, aggregate(times.iter, cfg.agg), wrong, cfg, comm);
               set_ranks(r, times, hosts, cfg);
+              if (cfg.check_every) {
+                set_check_fields(r, tally);
+                r.set(coll_field::wrong, tally.first()
+                                             ? static_cast<std::int64_t>(tally.first()->count)
+                                             : std::int64_t{0});
+                if (tally.wrong_iters() > 0) {
+                  r.set(coll_field::wrong_ranks, wrong_ranks_text(per_rank, hosts));
+                  r.reason += "; wrong iterations by rank: " + wrong_ranks_text(per_rank, hosts);
+                }
+              }
             } catch (const NotSupported& e) {  // the library lacks it: every rank throws here
               done(make_unrun(c, k, n, inplace, cfg, comm, e.what()));
               continue;

@@ -26,6 +26,9 @@ inline constexpr FieldKey<bool> inplace{"inplace"};
 inline constexpr FieldKey<double> algbw{"algbw"};
 inline constexpr FieldKey<double> busbw{"busbw"};
 inline constexpr FieldKey<std::int64_t> wrong{"wrong"};
+// --check every with wrong data: the ranks that saw it and their wrong
+// iterations ("rank 1 (vm2): 23; rank 3 (vm4): 1").
+inline constexpr FieldKey<std::string> wrong_ranks{"wrong_ranks"};
 // alltoallv: the skew and the elements each rank sent each rank, sender-major.
 inline constexpr FieldKey<std::string> skew{"skew"};
 inline constexpr FieldKey<std::vector<std::int64_t>> pair_counts{"pair_counts"};
@@ -59,6 +62,9 @@ struct CollConfig {
   int iters = 20;
   int warmup = 5;
   bool check = true;
+  // --check every: each timed call alone from a barrier, checked after it
+  // (time_checked); the records get the rate and the ranks with wrong data.
+  bool check_every = false;
   int root = 0;
   bool outofplace = true;
   bool inplace = true;

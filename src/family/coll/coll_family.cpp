@@ -30,7 +30,11 @@ class CollFamily final : public Family {
         .add(coll_field::inplace, FieldRole::key, "in place (true) or out of place")
         .add(coll_field::algbw, FieldRole::metric, "size / time, GB/s")
         .add(coll_field::busbw, FieldRole::metric, "algbw x bus factor, GB/s")
-        .add(coll_field::wrong, FieldRole::info, "elements that differ, all ranks; -1 unchecked")
+        .add(coll_field::wrong, FieldRole::info,
+             "elements that differ, all ranks; -1 unchecked; --check every: in the first wrong "
+             "iteration")
+        .add(coll_field::wrong_ranks, FieldRole::info,
+             "--check every: the ranks that saw wrong data, with their wrong iterations")
         .add(coll_field::skew, FieldRole::key, "alltoallv: how counts spread over destinations")
         .add(coll_field::pair_counts, FieldRole::info,
              "alltoallv: elements rank s sent rank d, at s * ranks + d")
@@ -94,8 +98,14 @@ class CollFamily final : public Family {
     app.add_option("collective", collective_, collective_names() + "; comma list allowed")
         ->required();
     add_size_options(app, sizes_, "64K", "64M", "4");
-    app.add_option("-c,--check", check_, "check results: 1 (default) or 0 (nccl-tests -c)")
-        ->check(CLI::Range(0, 1));
+    app.add_option("-c,--check", run_.check,
+                   "check results: 1 or last (default: the last call), every (each timed call, "
+                   "alone from a barrier: the wrong ones' rate and ranks), 0 or none")
+        ->type_name("MODE")
+        ->transform([](const std::string& v) {
+          return v == "0" ? std::string("none") : v == "1" ? std::string("last") : v;
+        })
+        ->check(check_modes());
     app.add_option("-d,--dtype", dtypes_, dtype_names() + ", comma list or all")
         ->default_str("float");
     app.add_option("--redop", redops_, redop_names() + ", comma list or all (nccl-tests -o)")
@@ -124,6 +134,7 @@ class CollFamily final : public Family {
                     {.iters = "timed iterations (default 20)",
                      .warmup = "warm-up iterations (default 5)",
                      .check = "same as -c 0",
+                     .check_every = true,
                      .ranks = true,
                      .monitor = true});
     app.footer(footer());
@@ -148,8 +159,12 @@ class CollFamily final : public Family {
         !s.empty())
       throw UsageError(s);
     Params params = this->params(r.rt->size());
-    params.emplace_back("timed_by",
-                        timed_by(*comm) + (cfg_.graph ? ", captured in a graph and replayed" : ""));
+    params.emplace_back(
+        "timed_by",
+        cfg_.check_every
+            ? std::string("the host clock, each call alone from a barrier "
+                          "(--check every checks it after)")
+            : timed_by(*comm) + (cfg_.graph ? ", captured in a graph and replayed" : ""));
     r.begin(*this, "coll", params);
     CollResult res;
     res.records = run_cycles(run_, r.rt.get(), [&] {
@@ -171,7 +186,9 @@ class CollFamily final : public Family {
     cfg_.sizes = default_sizes();
     cfg_.iters = run_.iters_or(20);
     cfg_.warmup = run_.warmup_or(5);
-    cfg_.check = check_ != 0 && !run_.no_check;
+    const CheckMode mode = check_mode(run_);
+    cfg_.check = mode != CheckMode::none;
+    cfg_.check_every = mode == CheckMode::every;
     if (inplace_ || outofplace_) {
       cfg_.inplace = inplace_;
       cfg_.outofplace = outofplace_;
@@ -238,7 +255,6 @@ Examples:
   RunOptions run_;
   std::string collective_, dtypes_ = "float", redops_ = "sum", agg_ = "max";
   std::optional<std::string> skew_;
-  int check_ = 1;
   bool inplace_ = false, outofplace_ = false, rank_avg_ = false;
   RecordSchema schema_{"coll"};
 };

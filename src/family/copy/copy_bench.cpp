@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <new>
 
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
@@ -73,28 +74,81 @@ Record total_record(const CopyGroup& g, Method m, Bytes n) {
   return base_record(total_case(g.kase), m, g.src, g.dst, g.legs.size() * n);
 }
 
+// "device 1" (d2d), "host -> device 0", "device 0 -> device 1".
+std::string leg_where(const CopyLeg& l) {
+  const auto end = [](int d) { return d < 0 ? std::string("host") : fmt::format("device {}", d); };
+  return l.src == l.dst ? end(l.src) : end(l.src) + " -> " + end(l.dst);
+}
+
+// --check every: before each timed iteration (outside its timing) every
+// leg's source gets the iteration's own pattern and its destination the
+// poison; after it, each leg the batch times is checked into its tally.
+class EveryCheck {
+ public:
+  EveryCheck(Backend& b, const CopyGroup& g, Buffers& bufs)
+      : b_(b), g_(g), bufs_(bufs), tallies_(g.legs.size()), next_(g.legs.size(), 0) {}
+  void before(const CopyBatch& cb, std::int64_t iter) {
+    for (std::size_t leg = 0; leg < g_.legs.size(); ++leg) {
+      if (!cb.bytes[leg]) continue;
+      fill_buffer(b_, *bufs_.src[leg], cb.bytes[leg], seed(leg, iter));
+      poison_buffer(b_, *bufs_.dst[leg], cb.bytes[leg]);
+    }
+  }
+  void after(const CopyBatch& cb, std::int64_t iter) {
+    for (std::size_t leg : cb.legs) {
+      const std::int64_t k = next_[leg]++;
+      auto bad = check_buffer(b_, *bufs_.dst[leg], cb.bytes[leg], seed(leg, iter), k,
+                              leg_where(g_.legs[leg]));
+      if (bad)
+        tallies_[leg].wrong(std::move(*bad));
+      else
+        tallies_[leg].right(k);
+    }
+  }
+  const CheckTally& tally(std::size_t leg) const { return tallies_[leg]; }
+
+ private:
+  std::uint64_t seed(std::size_t leg, std::int64_t iter) const {
+    return bufs_.seeds[leg] ^ splitmix64_mix(static_cast<std::uint64_t>(iter) + 1);
+  }
+  Backend& b_;
+  const CopyGroup& g_;
+  Buffers& bufs_;
+  std::vector<CheckTally> tallies_;
+  std::vector<std::int64_t> next_;  // each leg's next checked iteration
+};
+
 // Warm-up, timed iterations, verification: the records of one size, each
 // leg's and then the group's sum where it has one, each timed in its batch
 // (copy_batches).
 std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, const CopyGroup& g,
                             Buffers& bufs, Bytes n) {
-  if (cfg.check)
+  const bool last = cfg.check && !cfg.check_every;
+  if (last)
     for (auto& dst : bufs.dst) poison_buffer(b, *dst, n);
+  std::optional<EveryCheck> every;
+  if (cfg.check_every) every.emplace(b, g, bufs);
   std::vector<std::vector<double>> per_op(g.legs.size());
   std::vector<double> batch;
+  std::int64_t iter = 0;
   for (const CopyBatch& cb : copy_batches(g, n)) {
     std::vector<CopyOp> ops;
     for (std::size_t i = 0; i < g.legs.size(); ++i)
       ops.push_back({bufs.src[i].get(), bufs.dst[i].get(), cb.bytes[i], g.legs[i].by});
     for (int i = 0; i < cfg.warmup; ++i) copier.run(ops);
-    for (int i = 0; i < g.iters; ++i) {
+    for (int i = 0; i < g.iters; ++i, ++iter) {
+      if (every) every->before(cb, iter);
       const CopyTiming t = copier.run(ops);
+      if (every) every->after(cb, iter);
       for (std::size_t leg : cb.legs) per_op[leg].push_back(t.op_us[leg]);
       if (cb.sum) batch.push_back(t.batch_us);
     }
   }
+  if (every)  // the last pattern is what the sources hold now
+    for (std::size_t i = 0; i < g.legs.size(); ++i) fill_buffer(b, *bufs.src[i], n, bufs.seeds[i]);
   std::vector<Record> out;
   bool all_ok = true;
+  CheckTally sum;
   for (std::size_t i = 0; i < g.legs.size(); ++i) {
     Record r = base_record(g.kase, copier.method(), g.legs[i].src, g.legs[i].dst, n);
     r.set_samples(per_op[i]);
@@ -104,7 +158,11 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
       r.gbps_max *= 2;
       r.set(copy_field::counted, std::string("read+write"));
     }
-    if (cfg.check) {
+    if (every) {
+      set_check_fields(r, every->tally(i));
+      sum.merge(every->tally(i));
+      all_ok = all_ok && r.status == Status::ok;
+    } else if (last) {
       const auto bad = verify_buffer(b, *bufs.dst[i], n, bufs.seeds[i]);
       r.verified = !bad;
       if (bad) {
@@ -120,7 +178,8 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
     t.set_samples(batch);
     set_link(b, t);
     if (cfg.check) t.verified = all_ok;
-    if (!all_ok) {
+    if (every) set_check_fields(t, sum);
+    if (!all_ok && !every) {
       t.status = Status::failed;
       t.reason = "verification failed in one of its copies";
     }
@@ -216,6 +275,25 @@ std::optional<Bytes> verify_buffer(Backend& b, const Buffer& buf, Bytes n, std::
       return off + *bad;
   }
   return std::nullopt;
+}
+
+std::optional<FirstBad> check_buffer(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed,
+                                     std::int64_t iter, const std::string& where) {
+  std::vector<std::byte> stage(std::min(n, kStage));
+  std::optional<FirstBad> bad;
+  for (Bytes off = 0; off < n; off += stage.size()) {
+    const Bytes len = std::min<Bytes>(stage.size(), n - off);
+    b.read(buf, off, std::span(stage).first(len));
+    const Mismatches m = find_mismatches(std::span<const std::byte>(stage).first(len), seed, off);
+    if (!m.count) continue;
+    if (!bad) {
+      const Bytes at = off + *m.first;
+      bad = byte_mismatch(iter, where, at, std::to_integer<std::uint8_t>(pattern_byte(seed, at)),
+                          std::to_integer<std::uint8_t>(stage[*m.first]), 0);
+    }
+    bad->count += m.count;
+  }
+  return bad;
 }
 
 void register_copy(Registry& r) {

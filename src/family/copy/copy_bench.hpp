@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/corruption.hpp"
 #include "core/record.hpp"
 #include "core/registry.hpp"
 #include "core/sweep.hpp"
@@ -37,6 +38,9 @@ struct CopyConfig {
   int iters = 5;       // h2d/d2h/d2d
   int p2p_iters = 20;  // p2p
   bool check = true;
+  // --check every: each timed iteration checked (core/corruption.hpp), the
+  // records with its fields; else the last iteration only.
+  bool check_every = false;
   // --d2d-count read+write: d2d's GB/s count the bytes read and the bytes
   // written, as ascend-dmi's d2d does (twice the bytes-once figure).
   bool d2d_read_write = false;
@@ -64,6 +68,10 @@ void validate_copy(const Backend& backend, const CopyConfig& cfg);
 void fill_buffer(Backend& b, Buffer& buf, Bytes n, std::uint64_t seed);
 void poison_buffer(Backend& b, Buffer& buf, Bytes n);
 std::optional<Bytes> verify_buffer(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed);
+// Every wrong byte of the buffer against the pattern: the first as iteration
+// `iter`'s first bad at `where`, with the count; nullopt when all match.
+std::optional<FirstBad> check_buffer(Backend& b, const Buffer& buf, Bytes n, std::uint64_t seed,
+                                     std::int64_t iter, const std::string& where);
 
 // Runs every group; never throws for one that fails at run time (it
 // becomes a `failed` record). Records come in group, method, size order,

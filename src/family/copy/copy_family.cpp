@@ -145,6 +145,7 @@ class CopyFamily final : public Family {
                     {.iters = "timed iterations (default 5 sweep, 40 fixed, 20 p2p)",
                      .warmup = "warm-up iterations, discarded (default 5)",
                      .check = "skip verification of the copied bytes",
+                     .check_every = true,
                      .monitor = true});
     app.footer(R"(Sizes: 4096, 4K = 4KiB = 4096, 4KB = 4000, M, G (KB/MB/GB are 1000-based).
 GB/s counts the bytes moved once (like nvbandwidth), 1 GB/s = 1e9 B/s.
@@ -161,6 +162,9 @@ Examples:
   xferbench copy -t h2d --bidir -d 0              h2d and d2h at once: each direction and total
   xferbench copy -t h2d -b 4K -e 64M -f 4 --method core -w 5 -n 20
   xferbench copy -t d2d --d2d-count read+write    d2d counted as ascend-dmi counts it
+  xferbench copy -t d2d -s 1M --check every -n 2000
+                                                  each iteration checked: how many were wrong, the
+                                                  rate's 95 % interval and the first wrong byte
   xferbench copy --backend cuda -s 1G --tile 0    GPU: copy engines vs direct SM copy kernels)");
   }
 
@@ -207,7 +211,9 @@ Examples:
       cfg_.p2p_iters = run_.iters_or(20);
     }
     cfg_.warmup = run_.warmup_or(5);
-    cfg_.check = !run_.no_check;
+    const CheckMode mode = check_mode(run_);
+    cfg_.check = mode != CheckMode::none;
+    cfg_.check_every = mode == CheckMode::every;
   }
 
   // p2p's default where a backend's own tool has another: ascend-dmi --bw

@@ -32,6 +32,8 @@ constexpr PromQuantity kQuantities[] = {
     {"pairs", "completed_pairs", "measured_pairs", 1, 1,
      "pairs of hosts whose transfers completed; expected: the pairs measured"},
     {"checks", "passed_checks", "", 1, 1, "a host's local checks (doctor --quick) that passed"},
+    {"% wrong", "wrong_data_ratio", "", 1, 100,
+     "the share of a device's checked copies that delivered wrong data (0.01 = 1 %)"},
 };
 
 bool one_of(const std::string& w, std::initializer_list<const char*> set) {

@@ -15,6 +15,7 @@
   X(duplex)                 \
   X(numa)                   \
   X(devices)                \
+  X(data)                   \
   X(pairs)                  \
   X(latency)                \
   X(engine)                 \

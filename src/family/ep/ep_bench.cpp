@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 
 #include "backend/common/device_wait.hpp"
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/stats.hpp"
@@ -110,21 +113,34 @@ std::vector<EpTimes> gather(Runtime& rt, const EpTimes& mine, int iters) {
   return all;
 }
 
-// #wrong of dispatch and of combine, all ranks: one fresh round trip into
-// poisoned receive buffers, outside timing.
-std::pair<std::int64_t, std::int64_t> check_step(Runtime& rt, EpExchange& x, const EpStep& step,
-                                                 const EpConfig& cfg) {
+// One fresh round trip into poisoned receive buffers, outside timing, as
+// this rank checked it: the first wrong byte of what it was dispatched and
+// the first wrong element of what it combined, each with its count (none:
+// right). `iter` and `where` label them.
+struct RoundTripCheck {
+  std::optional<FirstBad> dispatch, combine;
+};
+RoundTripCheck check_round_trip(EpExchange& x, const EpStep& step, const EpConfig& cfg,
+                                std::int64_t iter, const std::string& where) {
   const int me = step.rank;
   const bool corrupts = me == step.plan.ranks - 1;
+  RoundTripCheck out;
   std::vector<std::byte> got(std::max(step.dispatch.recv_bytes(), step.combine.recv_bytes()));
+  const std::span<std::byte> dgot(got.data(), step.dispatch.recv_bytes());
   x.poison(EpPhase::dispatch);
   x.run(EpPhase::dispatch);
   x.synchronize();
-  x.read(EpPhase::dispatch, std::span(got.data(), step.dispatch.recv_bytes()));
-  if (corrupts && cfg.corrupt == "dispatch" && step.dispatch.recv_bytes() > 0)
-    got[0] ^= std::byte{1};
-  const std::size_t wrong_d =
-      dispatch_wrong(step.trace, me, std::span(got.data(), step.dispatch.recv_bytes()));
+  x.read(EpPhase::dispatch, dgot);
+  if (corrupts && cfg.corrupt == "dispatch" && !dgot.empty()) got[0] ^= std::byte{1};
+  if (const std::size_t n = dispatch_wrong(step.trace, me, dgot)) {
+    std::vector<std::byte> want(dgot.size());
+    expected_dispatch_recv(step.trace, me, want);
+    std::size_t at = 0;  // the oracle counts elements; the first differing byte is the place
+    while (at + 1 < want.size() && want[at] == dgot[at]) ++at;
+    out.dispatch = byte_mismatch(iter, where, at, std::to_integer<std::uint8_t>(want[at]),
+                                 std::to_integer<std::uint8_t>(dgot[at]), n);
+    out.dispatch->unit = "dispatched byte";
+  }
   x.poison(EpPhase::combine);
   x.run(EpPhase::combine);
   x.synchronize();
@@ -135,10 +151,60 @@ std::pair<std::int64_t, std::int64_t> check_step(Runtime& rt, EpExchange& x, con
   std::vector<float> combined(static_cast<std::size_t>(sh.tokens) *
                               static_cast<std::size_t>(sh.hidden));
   reduce_combine(step.trace, me, std::span(got.data(), step.combine.recv_bytes()), combined);
-  const std::size_t wrong_c = combine_wrong(step.trace, me, combined);
-  std::vector<double> sums{static_cast<double>(wrong_d), static_cast<double>(wrong_c)};
+  if (const std::size_t n = combine_wrong(step.trace, me, combined)) {
+    FirstBad f{iter, where, 0, "combined element", "", "", "", n};
+    for (int t = 0; t < sh.tokens && f.expected.empty(); ++t)
+      for (int h = 0; h < sh.hidden; ++h) {
+        const float want = expected_combined(step.trace, me, t, h);
+        const float have = combined[static_cast<std::size_t>(t) * sh.hidden + h];
+        if (want == have) continue;
+        f.offset = static_cast<std::uint64_t>(t) * sh.hidden + h;
+        f.expected = fmt::format("{:g}", want);
+        f.got = fmt::format("{:g}", have);
+        break;
+      }
+    out.combine = std::move(f);
+  }
+  return out;
+}
+
+// #wrong of dispatch and of combine, all ranks: one checked round trip.
+std::pair<std::int64_t, std::int64_t> check_step(Runtime& rt, EpExchange& x, const EpStep& step,
+                                                 const EpConfig& cfg) {
+  const RoundTripCheck c = check_round_trip(x, step, cfg, 0, "");
+  std::vector<double> sums{c.dispatch ? static_cast<double>(c.dispatch->count) : 0.0,
+                           c.combine ? static_cast<double>(c.combine->count) : 0.0};
   rt.reduce(sums, Runtime::Reduce::sum);
   return {static_cast<std::int64_t>(sums[0]), static_cast<std::int64_t>(sums[1])};
+}
+
+// --check every: as many round trips as timed, after the timing, each
+// checked alone (the chained period's back-to-back calls cannot be checked
+// one by one without changing what they time); dispatch's, combine's and
+// the round trip's tallies over every rank.
+std::array<CheckTally, kPhases> check_every(Runtime& rt, EpExchange& x, const EpStep& step,
+                                            const EpConfig& cfg,
+                                            const std::vector<std::string>& hosts) {
+  const std::string where =
+      fmt::format("rank {} ({})", step.rank, hosts[static_cast<std::size_t>(step.rank)]);
+  CheckTally mine[2];
+  for (int i = 0; i < cfg.iters; ++i) {
+    RoundTripCheck c = check_round_trip(x, step, cfg, i, where);
+    for (int p = 0; p < 2; ++p) {
+      auto& bad = p == 0 ? c.dispatch : c.combine;
+      if (bad)
+        mine[p].wrong(std::move(*bad));
+      else
+        mine[p].right(i);
+    }
+  }
+  std::array<CheckTally, kPhases> all;
+  for (int p = 0; p < 2; ++p)
+    for (const std::string& w : rt.allgather(mine[p].to_wire()))
+      all[static_cast<std::size_t>(p)].merge(CheckTally::from_wire(w));
+  all[2] = all[0];
+  all[2].merge(all[1]);
+  return all;
 }
 
 double median_of(std::vector<double> v) { return compute_stats(v).median; }
@@ -363,11 +429,15 @@ std::vector<Record> run_ep(Runtime& rt, Communicator& comm, Backend& backend, co
                         combine_layout(trace, plan, rt.rank())};
       std::vector<EpTimes> all;
       std::pair<std::int64_t, std::int64_t> wrong{0, 0};
+      std::array<CheckTally, kPhases> tallies;
       try {
         auto x = m == EpMethod::put ? make_put_exchange(rt, step)
                                     : make_alltoallv_exchange(comm, backend, step);
         all = gather(rt, time_step(rt, *x, cfg), cfg.iters);
-        if (cfg.check) wrong = check_step(rt, *x, step, cfg);
+        if (cfg.check_every)
+          tallies = check_every(rt, *x, step, cfg, hosts);
+        else if (cfg.check)
+          wrong = check_step(rt, *x, step, cfg);
       } catch (const NotSupported& e) {
         unrun(e.what(), Status::waived);
         continue;
@@ -381,10 +451,16 @@ std::vector<Record> run_ep(Runtime& rt, Communicator& comm, Backend& backend, co
         Record r = base_record(p, m, comm, sh, *by_phase[p], hash);
         set_figures(r, p, all, cfg, hosts);
         set_counts(r, p, plan);
-        const std::int64_t w = by_phase_wrong[p];
+        const auto& tally = tallies[static_cast<std::size_t>(p)];
+        // every: the elements wrong in the first wrong iteration.
+        const std::int64_t w = !cfg.check_every ? by_phase_wrong[p]
+                               : tally.first()  ? static_cast<std::int64_t>(tally.first()->count)
+                                                : 0;
         r.set(ep_field::wrong, cfg.check ? w : std::int64_t{-1});
         if (cfg.check) r.verified = w == 0;
-        if (w > 0) {
+        if (cfg.check_every) {
+          set_check_fields(r, tally);
+        } else if (w > 0) {
           r.status = Status::failed;
           r.reason = fmt::format(
               "#wrong = {} ({} elements that differ from the exact result, all ranks)", w,

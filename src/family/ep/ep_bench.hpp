@@ -62,6 +62,9 @@ struct EpConfig {
   int iters = 20;
   int warmup = 3;
   bool check = true;
+  // --check every: as many checked round trips as timed ones, after them
+  // (each alone, poisoned), the records with the rate and its interval.
+  bool check_every = false;
   // Test seam (XFERBENCH_TEST_EP_CORRUPT=dispatch|combine): the last rank
   // flips one element of what it received before the check.
   std::string corrupt;

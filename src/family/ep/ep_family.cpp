@@ -108,11 +108,13 @@ class EpFamily final : public Family {
                     {.iters = "timed iterations per figure (default 20)",
                      .warmup = "warm-up round trips (default 3)",
                      .check = "skip the exact check",
+                     .check_every = true,
                      .ranks = true,
                      .monitor = true});
     app.footer(R"(Dispatch sends each token once to every rank holding one of its experts; combine
 returns each expert's output row to the token's rank, weighted and summed there. Every
-step is checked exactly outside timing (#wrong). The figures are defined under the table.
+step is checked exactly outside timing (#wrong; --check every: as many checked round trips
+as timed ones, with the rate of wrong ones). The figures are defined under the table.
 Examples:
   mpiexec -n 4 xferbench ep
   mpiexec -n 4 xferbench ep --routing zipf:1.2 --tokens 128
@@ -134,7 +136,9 @@ Examples:
     }
     cfg_.iters = run_.iters_or(20);
     cfg_.warmup = run_.warmup_or(3);
-    cfg_.check = !run_.no_check;
+    const CheckMode mode = check_mode(run_);
+    cfg_.check = mode != CheckMode::none;
+    cfg_.check_every = mode == CheckMode::every;
     Ranked r = start_ranked(*this, run_, inv,
                             [&](Runtime& rt, Backend&) { validate_ep_config(rt.size(), cfg_); });
     auto comm = r.backend->communicator(*r.rt);

@@ -264,6 +264,7 @@ class FleetFamily final : public Family {
                     {.iters = "timed transfers per direction (default 5)",
                      .warmup = "warm-up transfers (default 1)",
                      .check = "skip verification of the received bytes",
+                     .check_every = true,
                      .ranks = true,
                      .prom = true});
     app.footer(
@@ -316,7 +317,9 @@ int FleetFamily::run(const Invocation& inv) {
   }
   cfg_.pair.iters = run_.iters_or(5);
   cfg_.pair.warmup = run_.warmup_or(1);
-  cfg_.pair.check = !run_.no_check;
+  const CheckMode mode = check_mode(run_);
+  cfg_.pair.check = mode != CheckMode::none;
+  cfg_.pair.check_every = mode == CheckMode::every;
   cfg_.census = !no_census_;
   if (!exclude_.empty()) cfg_.exclude = option_set("--exclude", exclude_, "HOST[,HOST...]");
   cfg_.thresholds.grade.warn_below = std::max(0.8, cfg_.thresholds.grade.fail_below);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/corruption.hpp"
+
 namespace xb {
 namespace {
 
@@ -85,14 +87,29 @@ void add_again(Finding& f, const std::string& lead, const std::string& what) {
                                                                : ", then " + what;
 }
 
-// What a re-measurement found, for the why.
-std::string again_text(double x, const std::vector<PairFigures>& again, int a, int b) {
+// What a re-measurement found, for the why: its figure, and its checks
+// where it checked transfers of a or of the pair (a, b) and the row is
+// about wrong data (a corruption reproduces, or is rare enough to say so).
+std::string again_text(double x, const std::vector<PairFigures>& again, int a, int b,
+                       bool wrong_row = false) {
   if (x == 0)
     for (const auto& f : again)
       if (f.failed && (f.a == a || f.b == a) && (b < 0 || f.a == b || f.b == b))
         return "no transfer completed (" + f.why + ")";
-  return fmt::format("{:.3g} GB/s", x);
+  std::string out = fmt::format("{:.3g} GB/s", x);
+  std::int64_t checked = 0, wrong = 0;
+  for (const auto& f : again)
+    if ((f.a == a || f.b == a) && (b < 0 || f.a == b || f.b == b)) {
+      checked += f.checked;
+      wrong += f.wrong;
+    }
+  if (wrong_row && checked > 0)
+    out += fmt::format(", {} of {} checked transfers wrong ({})", wrong, checked,
+                       wrong ? "reproduced" : "not reproduced");
+  return out;
 }
+
+bool wrong_row(const Finding* f) { return f && f->why.rfind("wrong data", 0) == 0; }
 
 bool contains_pair(const std::vector<FleetPair>& v, int a, int b) {
   for (const auto& p : v)
@@ -120,6 +137,27 @@ void judge_link(FleetJudgement& j, const FleetMatrix& m, const std::vector<std::
   const int failures = pair_failures(m, a, b);
   const std::string& an = names[static_cast<std::size_t>(a)];
   const std::string& bn = names[static_cast<std::size_t>(b)];
+  if (const auto* w = pair_wrong(m, a, b)) {
+    // Wrong data: a FAIL whatever the speed, never cleared.
+    const RateInterval ci = wilson95(w->wrong, w->checked);
+    std::string why = fmt::format(
+        "wrong data in {} of {} checked transfers ({:.3g} %, 95 % interval {:.3g}-{:.3g} %, "
+        "Wilson; first: {})",
+        w->wrong, w->checked,
+        100.0 * static_cast<double>(w->wrong) / static_cast<double>(w->checked), 100 * ci.lo,
+        100 * ci.hi, w->why);
+    if (!std::isnan(B) && !std::isnan(ref) && ref > 0)
+      why += fmt::format("; its speed {:.3g} GB/s, its ends {:.3g} GB/s with others", B, ref);
+    why +=
+        ": the path between them corrupts data (NIC, cable, switch port, their error "
+        "counters)" +
+        after;
+    j.slow_links.push_back({a, b});
+    j.failing_links.push_back({a, b});
+    j.findings.push_back({"link", pair_name(names, a, b), Verdict::fail, std::isnan(B) ? 0 : B,
+                          std::isnan(ref) ? 0 : ref, "GB/s", why});
+    return;
+  }
   if (failures > 0) {
     // Failed transfers: the strongest evidence there is, whatever the other passes reached.
     std::string why = fmt::format("failed in {} of {} passes ({})", failures, pair_passes(m, a, b),
@@ -180,6 +218,7 @@ FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures) {
   const auto size = static_cast<std::size_t>(n);
   Counts passes(size, std::vector<int>(size, 0)), failed = passes;
   std::map<std::pair<int, int>, std::string> why;
+  std::map<std::pair<int, int>, FleetMatrix::WrongData> wrong;
   for (const auto& f : figures) {
     if (f.a < 0 || f.b < 0 || f.a >= n || f.b >= n || f.a == f.b) continue;
     send.add(f.a, f.b, f.ab);
@@ -198,7 +237,15 @@ FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures) {
       ++failed[b][a];
       why.try_emplace({std::min(f.a, f.b), std::max(f.a, f.b)}, f.why);
     }
+    if (f.wrong > 0) {
+      auto& w = wrong[{std::min(f.a, f.b), std::max(f.a, f.b)}];
+      if (w.why.empty()) w.why = f.wrong_why;
+      w.wrong += f.wrong;
+    }
   }
+  for (const auto& f : figures)  // the checked transfers of the pairs with wrong data
+    if (auto it = wrong.find({std::min(f.a, f.b), std::max(f.a, f.b)}); it != wrong.end())
+      it->second.checked += f.checked;
   return {n,
           send.medians(true),
           both.medians(true),
@@ -206,7 +253,13 @@ FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures) {
           p99.medians(false),
           std::move(passes),
           std::move(failed),
-          std::move(why)};
+          std::move(why),
+          std::move(wrong)};
+}
+
+const FleetMatrix::WrongData* pair_wrong(const FleetMatrix& m, int i, int j) {
+  const auto it = m.wrong.find({std::min(i, j), std::max(i, j)});
+  return it == m.wrong.end() ? nullptr : &it->second;
 }
 
 double pair_figure(const FleetMatrix& m, int i, int j) {
@@ -309,12 +362,24 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
   for (int i = 0; i < n; ++i) {
     const std::string& name = names[static_cast<std::size_t>(i)];
     const double mi = j.typical[static_cast<std::size_t>(i)];
-    int with = 0, failing = 0;
-    std::string first;
+    int with = 0, failing = 0, corrupting = 0;
+    std::string first, first_wrong;
     for (int k = 0; k < n; ++k) {
       if (k == i || pair_passes(m, i, k) == 0) continue;
       ++with;
       if (pair_failures(m, i, k) > 0 && !failing++) first = pair_failure_why(m, i, k);
+      if (const auto* w = pair_wrong(m, i, k); w && !corrupting++) first_wrong = w->why;
+    }
+    if (with >= 2 && 2 * corrupting > with) {
+      // Wrong data with more than half its partners: the host corrupts, whatever its speed.
+      std::string why = fmt::format("wrong data with {} of its {} partners (first: {})", corrupting,
+                                    with, first_wrong);
+      if (!std::isnan(mi) && mi > 0) why += fmt::format("; typical of its pairs {:.3g} GB/s", mi);
+      why += ": its memory, NIC or PCIe path corrupts data";
+      j.slow_hosts.push_back(i);
+      j.failing_hosts.push_back(i);
+      rows.push_back({"host", name, Verdict::fail, std::isnan(mi) ? 0 : mi, R, "GB/s", why});
+      continue;
     }
     if (with >= 2 && 2 * failing > with) {
       // Failed with more than half its partners: the host, not each of its links.
@@ -437,9 +502,10 @@ void confirm_fleet(FleetJudgement& j, const std::vector<std::string>& names,
       hosts.push_back(h);
       if (Finding* f = find_row(j, "host", names[static_cast<std::size_t>(h)])) {
         if (!std::isnan(x))
-          add_again(*f, "again against the healthiest hosts", again_text(x, again, h, -1));
+          add_again(*f, "again against the healthiest hosts",
+                    again_text(x, again, h, -1, wrong_row(f)));
         if (failing && !std::isnan(x) && x / j.reference >= t.grade.fail_below &&
-            f->why.find("intermittent") == std::string::npos)
+            f->why.find("intermittent") == std::string::npos && !wrong_row(f))
           f->why += ": intermittent, its failures stand";
       }
     } else {
@@ -493,9 +559,10 @@ void confirm_links(FleetJudgement& j, const std::vector<std::string>& names,
     if (failing || (!std::isnan(x) && x / ref < t.grade.fail_below)) {
       links.push_back(l);
       if (Finding* f = find_row(j, "link", where)) {
-        if (!std::isnan(x)) add_again(*f, "again alone", again_text(x, again, l.a, l.b));
+        if (!std::isnan(x))
+          add_again(*f, "again alone", again_text(x, again, l.a, l.b, wrong_row(f)));
         if (failing && !std::isnan(x) && !(x / ref < t.grade.fail_below) &&
-            f->why.find("intermittent") == std::string::npos)
+            f->why.find("intermittent") == std::string::npos && !wrong_row(f))
           f->why += ": intermittent, its failures stand";
       }
     } else {
@@ -540,7 +607,7 @@ bool PairFilter::keep(const PairFigures& f) {
   const double B = f.failed                               ? 0.0
                    : std::isnan(f.ab) || std::isnan(f.ba) ? kNotMeasured
                                                           : std::min(f.ab, f.ba);
-  bool kept = f.failed || seen_ < kWarm || std::isnan(B) || recent_.empty();
+  bool kept = f.failed || f.wrong > 0 || seen_ < kWarm || std::isnan(B) || recent_.empty();
   if (!kept) {
     std::vector<double> v = recent_;
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());

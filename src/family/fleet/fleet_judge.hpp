@@ -64,6 +64,10 @@ struct PairFigures {
   std::map<std::string, std::uint64_t> a_errors, b_errors;
   // A rail's bytes that went through another NIC on a's or b's side: which.
   std::string a_astray, b_astray;
+  // The checked transfers of the step (both directions and both at once),
+  // those with wrong data, and the first wrong place (core/corruption.hpp).
+  std::int64_t checked = 0, wrong = 0;
+  std::string wrong_why;
 };
 
 // n x n, indexed by member: send[i][j] GB/s from i to j, lat[i][j] the
@@ -75,6 +79,13 @@ struct FleetMatrix {
   // Per pair, symmetric: the passes it was measured in, and those it failed in.
   std::vector<std::vector<int>> passes, failed;
   std::map<std::pair<int, int>, std::string> why;  // (lower, higher) member: the first failure
+  // (lower, higher) member: its checked transfers over the passes, those
+  // with wrong data and the first one's summary; only pairs with wrong data.
+  struct WrongData {
+    std::int64_t checked = 0, wrong = 0;
+    std::string why;
+  };
+  std::map<std::pair<int, int>, WrongData> wrong;
 };
 FleetMatrix fleet_matrix(int n, const std::vector<PairFigures>& figures);
 
@@ -86,6 +97,8 @@ double pair_figure(const FleetMatrix& m, int i, int j);
 int pair_failures(const FleetMatrix& m, int i, int j);
 int pair_passes(const FleetMatrix& m, int i, int j);
 std::string pair_failure_why(const FleetMatrix& m, int i, int j);
+// Pair (i, j)'s wrong data, or nullptr when every checked transfer was right.
+const FleetMatrix::WrongData* pair_wrong(const FleetMatrix& m, int i, int j);
 
 // Each member's typical figure m(i): the upper median of B(i,j) over its partners.
 std::vector<double> host_typicals(const FleetMatrix& m);

@@ -32,6 +32,12 @@ std::uint64_t seed_of(int rank) {
   return 0xf1ee7ULL * 1000003ULL + static_cast<std::uint64_t>(rank);
 }
 
+// --check every: the pattern of `rank`'s iteration `it` of phase `dir`
+// (0 a->b, 1 b->a, 2 both): both sides compute it.
+std::uint64_t seed_of(int rank, int dir, int it) {
+  return seed_of(rank) ^ splitmix64_mix(static_cast<std::uint64_t>(dir * 1000003 + it) + 1);
+}
+
 class Side {
  public:
   Side(PairLink& link, const PairRole& role, const PairPlan& plan, PairBuffers& buf, int tag,
@@ -74,6 +80,8 @@ class Side {
           phase_ == PairPhase::sync ? std::string("sync")
                                     : fmt::format("{} {}", phase_name(phase_), d.what));
     }
+    out.got_one = std::move(got_one_);  // what was checked, however far the step got
+    out.got_both = std::move(got_both_);
     out.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
     return out;
   }
@@ -147,10 +155,29 @@ class Side {
   void transferred(Clock::time_point t0) {
     last_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
   }
-  void check(PairSide& out) {
-    if (!plan_.check) return;
-    out.checked = true;
-    if (find_mismatch(buf_.recv, seed_of(role_.peer))) out.verified = false;
+  // A timed iteration the sender fills with its own pattern (--check every).
+  bool fresh(int it) const { return plan_.check_every && it >= plan_.warmup; }
+  bool checks(int it) const { return plan_.check && (fresh(it) || it == plan_.warmup); }
+  void refill(int dir, int it) {
+    if (fresh(it)) fill_pattern(buf_.send, seed_of(role_.me, dir, it));
+  }
+  // What arrived: the knob's flip where it draws one (test-only), then the
+  // check of the iteration where it is one.
+  void arrived(CheckTally& tally, int dir, int it) {
+    if (knob_)
+      if (const auto flip = knob_->draw_receive(role_.me, role_.peer, buf_.recv.size()))
+        flip->apply(buf_.recv.data());
+    if (!checks(it)) return;
+    const std::uint64_t seed = fresh(it) ? seed_of(role_.peer, dir, it) : seed_of(role_.peer);
+    const std::int64_t k = plan_.check_every ? it - plan_.warmup : 0;
+    const Mismatches m = find_mismatches(buf_.recv, seed);
+    if (!m.count) {
+      tally.right(k);
+      return;
+    }
+    tally.wrong(byte_mismatch(k, fmt::format("rank {} from rank {}", role_.me, role_.peer),
+                              *m.first, std::to_integer<std::uint8_t>(pattern_byte(seed, *m.first)),
+                              std::to_integer<std::uint8_t>(buf_.recv[*m.first]), m.count));
   }
   // dir 0: a -> b, 1: b -> a; `sending`: this side sends in it. The first
   // timed transfer is the one verified (every phase has it).
@@ -158,8 +185,8 @@ class Side {
     const int data = tag_ + 1 + 2 * dir, ack = data + 1;
     const int total = plan_.warmup + plan_.iters;
     for (int it = first_iteration(); it < total; ++it) {
-      const bool verify = it == plan_.warmup && plan_.check;
-      if (!sending && verify) std::memset(buf_.recv.data(), 0, buf_.recv.size());
+      if (!sending && checks(it)) std::memset(buf_.recv.data(), 0, buf_.recv.size());
+      if (sending) refill(dir, it);
       if (!go_on(it, end)) break;
       const auto t0 = Clock::now();
       if (sending) {
@@ -174,7 +201,7 @@ class Side {
         wait(r, "receive");
         auto& a = isend(std::span(buf_.small_send.data(), 1), ack);
         wait(a, "acknowledgement");
-        if (verify) check(out);
+        arrived(got_one_, dir, it);
       }
       transferred(t0);
       settled();
@@ -184,8 +211,8 @@ class Side {
     const int data = tag_ + 5, ack = tag_ + 6;
     const int total = plan_.warmup + plan_.iters;
     for (int it = first_iteration(); it < total; ++it) {
-      const bool verify = it == plan_.warmup && plan_.check;
-      if (verify) std::memset(buf_.recv.data(), 0, buf_.recv.size());
+      if (checks(it)) std::memset(buf_.recv.data(), 0, buf_.recv.size());
+      refill(2, it);
       if (!go_on(it, end)) break;
       const auto t0 = Clock::now();
       auto& r = irecv(buf_.recv, data);
@@ -200,7 +227,7 @@ class Side {
       if (it >= plan_.warmup) out.both_us.push_back(elapsed_us(t0, Clock::now()));
       transferred(t0);
       settled();
-      if (verify) check(out);
+      arrived(got_both_, 2, it);
     }
   }
   // Pings in blocks of 16, the two sides agreeing before each block.
@@ -237,6 +264,8 @@ class Side {
   PairPhase phase_ = PairPhase::sync;
   double last_s_ = 0;  // the pair's last data transfer, s (0: none yet)
   std::vector<std::unique_ptr<Runtime::Transfer>> open_;
+  CheckTally got_one_, got_both_;
+  Corrupter* knob_ = Corrupter::from_env();
 };
 
 }  // namespace
@@ -299,10 +328,14 @@ void PairBox::finished(double elapsed_s) {
 std::string side_to_wire(const PairSide& s) {
   nlohmann::json nics = nlohmann::json::array();
   for (const auto& n : s.nics) nics.push_back({n.nic, n.tx, n.rx, n.errors, n.warning});
-  return nlohmann::json{{"send", s.send_us},     {"nics", nics},
-                        {"both", s.both_us},     {"ping", s.ping_us},
-                        {"checked", s.checked},  {"verified", s.verified},
-                        {"error", s.error},      {"failed_in", static_cast<int>(s.failed_in)},
+  return nlohmann::json{{"send", s.send_us},
+                        {"nics", nics},
+                        {"both", s.both_us},
+                        {"ping", s.ping_us},
+                        {"got_one", s.got_one.to_wire()},
+                        {"got_both", s.got_both.to_wire()},
+                        {"error", s.error},
+                        {"failed_in", static_cast<int>(s.failed_in)},
                         {"elapsed", s.elapsed_s}}
       .dump();
 }
@@ -315,8 +348,8 @@ PairSide side_from_wire(const std::string& text) {
     s.send_us = j.at("send").get<std::vector<double>>();
     s.both_us = j.at("both").get<std::vector<double>>();
     s.ping_us = j.at("ping").get<std::vector<double>>();
-    s.checked = j.at("checked").get<bool>();
-    s.verified = j.at("verified").get<bool>();
+    s.got_one = CheckTally::from_wire(j.at("got_one").get<std::string>());
+    s.got_both = CheckTally::from_wire(j.at("got_both").get<std::string>());
     s.error = j.at("error").get<std::string>();
     const int phase = j.at("failed_in").get<int>();
     if (phase < 0 || phase > static_cast<int>(PairPhase::done))

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/corruption.hpp"
 #include "core/units.hpp"
 #include "runtime/runtime.hpp"
 
@@ -33,6 +34,9 @@ struct PairPlan {
   int pings = 200;         // timed ping-pongs (warm-up: a tenth)
   double deadline_s = 60;  // --deadline: the most a pair's step may take
   bool check = true;
+  // --check every: each timed transfer checked (the sender's buffer gets the
+  // iteration's own pattern first, outside its time); else the first timed one.
+  bool check_every = false;
 };
 
 // The phases of a pair's step, in order.
@@ -42,6 +46,7 @@ const char* phase_name(PairPhase p);  // "sync", "a->b", "b->a", "both", "ping",
 // This member's role in a step.
 struct PairRole {
   int peer = -1;         // -1: rests this step
+  int me = -1;           // this rank (XFERBENCH_HOST_CORRUPT's draws)
   bool first = false;    // the pair's a
   double tx_factor = 1;  // XFERBENCH_HOST_THROTTLE on what it sends to `peer` (1: none)
   std::string nic;       // the rail's NIC; "": the one whose counters moved the bytes
@@ -60,7 +65,9 @@ struct PhaseNic {
 // and (a only) the ping-pong; times in us.
 struct PairSide {
   std::vector<double> send_us, both_us, ping_us;
-  bool checked = false, verified = true;
+  // What this side received and checked: as the receiver of its one
+  // direction, and in both at once (core/corruption.hpp).
+  CheckTally got_one, got_both;
   std::string error;                      // the step failed on this side: why
   PairPhase failed_in = PairPhase::done;  // where (done: it did not fail)
   double elapsed_s = 0;                   // the side's time in the step

@@ -134,6 +134,7 @@ class KvFamily final : public Family {
                     {.iters = "timed rounds (default 5)",
                      .warmup = "warm-up rounds (default 1)",
                      .check = "skip verification",
+                     .check_every = true,
                      .ranks = true,
                      .monitor = true});
     app.footer(
@@ -155,7 +156,10 @@ Examples:
     cfg_.blocks = each_once(parse_count_list("--blocks", blocks_, 100000, "16,32,48,64"));
     cfg_.iters = run_.iters_or(5);
     cfg_.warmup = run_.warmup_or(1);
-    cfg_.check = !run_.no_check;
+    if (check_mode(run_) == CheckMode::every)
+      throw UsageError(
+          "--check every checks each round of --model's handoff; HIXL's blocks are checked once");
+    cfg_.check = !run_.no_check && check_mode(run_) != CheckMode::none;
     const RunOptions opts = host_only(run_, "kv");
     Ranked r =
         start_ranked(*this, opts, inv, [&](Runtime& rt, Backend&) { validate_kv(rt, cfg_); });
@@ -206,7 +210,8 @@ Examples:
     hand_.push = op_ == "both" ? std::vector<bool>{false, true} : std::vector<bool>{op_ == "push"};
     hand_.iters = run_.iters_or(5);
     hand_.warmup = run_.warmup_or(1);
-    hand_.check = !run_.no_check;
+    hand_.check = check_mode(run_) != CheckMode::none;
+    hand_.check_every = check_mode(run_) == CheckMode::every;
     if (const char* c = std::getenv("XFERBENCH_TEST_KV_CORRUPT"); c && *c) {
       if (std::string(c) != "1")
         throw UsageError(fmt::format("XFERBENCH_TEST_KV_CORRUPT={}: 1 or unset (a test knob)", c));

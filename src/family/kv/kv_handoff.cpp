@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
@@ -201,15 +202,20 @@ void prepare(const Step& st, const Roles& ro, const KvHandoffConfig& cfg, Mesh& 
 }
 
 // Bytes of this rank's decode shards that differ from the pattern, over the
-// units the step moved.
-std::uint64_t wrong_bytes(const Step& st, const Roles& ro, const KvHandoffConfig& cfg, Mesh& m,
-                          int me, const Sizes& sz) {
-  if (me < ro.pre) return 0;
+// units the step moved, and the first of them (its offset in this rank's
+// pool, the byte wanted and the byte there).
+struct WrongBytes {
+  std::uint64_t count = 0, first = 0;
+  std::uint8_t want = 0, got = 0;
+};
+WrongBytes wrong_bytes(const Step& st, const Roles& ro, const KvHandoffConfig& cfg, Mesh& m, int me,
+                       const Sizes& sz) {
+  WrongBytes out;
+  if (me < ro.pre) return out;
   const KvModel& mo = cfg.model;
   const int pt = cfg.plan.page_tokens;
   const std::uint64_t du = unit_bytes(mo, cfg.plan.decode_tp, pt);
   std::vector<std::byte> want(du);
-  std::uint64_t wrong = 0;
   for (int d = 0; d < cfg.plan.decode_tp; ++d) {
     if (ro.decode_rank(d) != me) continue;
     const std::byte* base = m.pool->data() + Roles::index_of(d, ro.n - ro.pre) * sz.dst_pool;
@@ -220,10 +226,24 @@ std::uint64_t wrong_bytes(const Step& st, const Roles& ro, const KvHandoffConfig
           fill_unit(mo, cfg.plan.decode_tp, d, pt, r, pg, l, want.data());
           const std::byte* got = base + st.dst.slot(r, pg, l) * du;
           if (std::memcmp(got, want.data(), du) == 0) continue;
-          for (std::uint64_t i = 0; i < du; ++i) wrong += got[i] != want[i] ? 1 : 0;
+          for (std::uint64_t i = 0; i < du; ++i) {
+            if (got[i] == want[i]) continue;
+            if (!out.count++) {
+              out.first = static_cast<std::uint64_t>(got + i - m.pool->data());
+              out.want = std::to_integer<std::uint8_t>(want[i]);
+              out.got = std::to_integer<std::uint8_t>(got[i]);
+            }
+          }
         }
   }
-  return wrong;
+  return out;
+}
+
+// The test seam: one byte of the last page's first layer on the last rank.
+void corrupt_one(const Step& st, const Roles& ro, const KvHandoffConfig& cfg, Mesh& m, int me) {
+  if (!cfg.corrupt || me != ro.n - 1) return;
+  m.pool->data()[st.dst.slot(0, st.pages - 1, 0) *
+                 unit_bytes(cfg.model, cfg.plan.decode_tp, cfg.plan.page_tokens)] ^= std::byte{1};
 }
 
 // Element-wise MAX over ranks (a rank with no samples counts 0).
@@ -346,12 +366,31 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
         std::vector<double> mine, rounds;
         NicWindow nics;  // across hosts: each rank's NICs over the timed rounds
         const bool count = !rt.single_host();
+        CheckTally tally;  // --check every: each timed round's decode shards
+        const std::string where = fmt::format("rank {} ({})", me, host_name());
         for (int i = 0; i < cfg.warmup + cfg.iters; ++i) {
+          const bool checked = cfg.check_every && i >= cfg.warmup;
+          if (checked) prepare(st, ro, cfg, m, me, sz);  // poisoned again, outside its time
           rt.barrier(serve);
           if (count && i == cfg.warmup) nics.open();
           const std::vector<double> us =
               posts.any() ? burst_round(m, posts, push) : std::vector<double>(burst, 0.0);
           if (i >= cfg.warmup) mine.insert(mine.end(), us.begin(), us.end());
+          if (!checked) continue;
+          rt.barrier(serve);  // every writer of this rank's shards is done
+          corrupt_one(st, ro, cfg, m, me);
+          const WrongBytes w = wrong_bytes(st, ro, cfg, m, me, sz);
+          const std::int64_t k = i - cfg.warmup;
+          if (w.count)
+            tally.wrong(byte_mismatch(k, where, w.first, w.want, w.got, w.count));
+          else
+            tally.right(k);
+        }
+        if (cfg.check_every) {
+          CheckTally all;
+          for (const std::string& wire : rt.allgather(tally.to_wire()))
+            all.merge(CheckTally::from_wire(wire));
+          tally = std::move(all);
         }
         std::string nic_text;  // "NIC\tTX\tRX\tERRORS", "" where no NIC moved its share
         if (count) {
@@ -367,17 +406,14 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
         }
         // The check: decode pools poisoned, one more burst, the pattern compared.
         double wrong = 0;
-        if (cfg.check) {
+        if (cfg.check && !cfg.check_every) {
           rt.barrier(serve);
           prepare(st, ro, cfg, m, me, sz);
           rt.barrier(serve);
           if (posts.any()) burst_round(m, posts, push);
           rt.barrier(serve);
-          if (cfg.corrupt && me == ro.n - 1)  // test seam: one byte of the last page's first layer
-            m.pool->data()[st.dst.slot(0, st.pages - 1, 0) *
-                           unit_bytes(mo, cfg.plan.decode_tp, cfg.plan.page_tokens)] ^=
-                std::byte{1};
-          wrong = static_cast<double>(wrong_bytes(st, ro, cfg, m, me, sz));
+          corrupt_one(st, ro, cfg, m, me);
+          wrong = static_cast<double>(wrong_bytes(st, ro, cfg, m, me, sz).count);
           wrong = rt.sum(wrong);
         }
         rt.barrier(serve);
@@ -417,7 +453,11 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
         if (count) set_busiest_nic(r, rt.allgather(nic_text), rounds);
         if (cfg.prefill_tps > 0)
           r.set(kv_field::prefill_share, per_req.median / (isl / cfg.prefill_tps * 1e6));
-        if (cfg.check) {
+        if (cfg.check_every) {
+          r.set(kv_field::wrong_bytes,
+                tally.first() ? static_cast<std::int64_t>(tally.first()->count) : std::int64_t{0});
+          set_check_fields(r, tally);
+        } else if (cfg.check) {
           r.set(kv_field::wrong_bytes, static_cast<std::int64_t>(wrong));
           r.verified = wrong == 0;
           if (wrong > 0) {

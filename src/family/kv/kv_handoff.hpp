@@ -47,6 +47,9 @@ struct KvHandoffConfig {
   int iters = 5;
   int warmup = 1;
   bool check = true;
+  // --check every: each timed round's decode shards poisoned before it and
+  // checked after it (outside its time); the records get the rate.
+  bool check_every = false;
   double timeout_s = 60;
   // Test seam (XFERBENCH_TEST_KV_CORRUPT=1): the last rank flips one byte it
   // received before the check.
