@@ -12,6 +12,8 @@
            knob, 0 of n and exit 0.
   doctor   2 host devices, 1 % of device 1's copies: doctor's data check
            FAILs device 1 (checked again), passes device 0, exit 1.
+  remote   2 ranks, get and put --check every -n 30: every timed transfer
+           checked, 0 wrong, by both methods.
 """
 import json
 import os
@@ -97,5 +99,12 @@ elif scenario == "doctor":
     check("checked again" in rows["device 1"]["why"] and "first: iteration" in
           rows["device 1"]["why"], "with the evidence and its re-check")
     check(rows["device 0"]["verdict"] == "PASS", "device 0 PASS: " + rows["device 0"]["why"])
+elif scenario == "remote":
+    cmd = [mpiexec, "-n", "2", xb, "remote", "--backend", "host", "--op", "get,put", "-s", "64K",
+           "--check", "every", "-n", "30"]
+    doc = run(cmd, want_rc=0)
+    check(len(doc["results"]) == 4 and all(
+        r["status"] == "ok" and r["checked_iters"] == 30 and r["wrong_iters"] == 0
+        and r["iters"] == 30 for r in doc["results"]), "get and put, dma and core: 0 of 30 wrong")
 else:
     sys.exit("unknown scenario " + scenario)

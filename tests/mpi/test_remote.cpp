@@ -4,6 +4,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/select/select.hpp"
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "family/remote/remote_bench.hpp"
 #include "mpi_env.hpp"
@@ -74,6 +75,35 @@ TEST_P(RemoteTest, ACorruptedWindowIsDetected) {
     EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.verified, std::optional<bool>(false));
     EXPECT_NE(r.reason.find("offset 777"), std::string::npos) << r.reason;
+  }
+}
+
+// --check every: each timed transfer checked; a corruption of every third
+// is counted as such, with its first place and the rate's interval.
+TEST_P(RemoteTest, CheckEveryCountsTheWrongTransfers) {
+  Runtime& rt = test_runtime();
+  auto backend = make_backend("host");
+  RemoteConfig cfg = small(GetParam());
+  cfg.sizes = {65536};
+  cfg.iters = 30;
+  cfg.check_every = true;
+  int seen = 0;
+  cfg.before_verify = [&seen](std::span<std::byte> got) {
+    if (seen++ % 3 == 1) got[4097] ^= std::byte{0x02};
+  };
+  const RemoteResult res = run_remote(rt, *backend, cfg);
+  ASSERT_EQ(res.records.size(), 4u);
+  for (const auto& r : res.records) {
+    SCOPED_TRACE(r.kase + " " + r.method);
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.iters, 30);
+    EXPECT_EQ(r.get(check_field::checked_iters), std::optional<std::int64_t>(30));
+    EXPECT_EQ(r.get(check_field::wrong_iters), std::optional<std::int64_t>(10));
+    EXPECT_NE(r.get_or(check_field::first_bad, std::string()).find("iteration 1, rank "),
+              std::string::npos);
+    EXPECT_NE(r.get_or(check_field::first_bad, std::string()).find("byte 4097"), std::string::npos);
+    EXPECT_LE(r.get_or(check_field::wrong_rate_lo, 1.0), 1.0 / 3);
+    EXPECT_GE(r.get_or(check_field::wrong_rate_hi, 0.0), 1.0 / 3);
   }
 }
 

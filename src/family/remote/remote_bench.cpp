@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/pattern.hpp"
@@ -32,6 +33,50 @@ std::int64_t verify(Runtime& rt, const RemoteConfig& cfg, RemoteOp op, int peer,
   }
   if (cfg.check) rt.broadcast(std::as_writable_bytes(std::span(&bad, 1)), receiver);
   return bad;
+}
+
+// --check every: each timed transfer alone, the windows prepared (poisoned)
+// before it and the received bytes checked after it, outside its time; the
+// receiver's tally on every rank.
+RemoteTimed time_checked(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w, RemoteOp op,
+                         Method m, Bytes n, int peer, CheckTally& tally) {
+  const Bytes moved = n * remote_slots(cfg);
+  const int receiver = op == RemoteOp::get ? cfg.root : peer;
+  const int iters = cfg.iters.value_or(scaled_iters(moved));
+  const std::uint64_t seed =
+      op == RemoteOp::get ? remote_window_seed(peer) : remote_source_seed(cfg.root);
+  const std::string where = fmt::format("rank {} ({}) from rank {}", receiver, host_name(),
+                                        op == RemoteOp::get ? peer : cfg.root);
+  RemoteTimed t;
+  double cycles = 0;
+  CheckTally mine;
+  for (int i = 0; i < iters; ++i) {
+    if (i > 0) {
+      w.prepare(op, moved);
+      w.settle();
+    }
+    if (rt.rank() == cfg.root) {
+      const int warmup = i == 0 ? cfg.warmup.value_or(std::max(1, iters / 10)) : 0;
+      const RemoteTimed one = w.time(op, m, n, warmup, 1);
+      t.us.push_back(one.us.front());
+      cycles += one.cycles;
+    }
+    w.settle();
+    if (rt.rank() != receiver) continue;
+    const std::span<std::byte> got = w.received(op, moved);
+    if (cfg.before_verify) cfg.before_verify(got);
+    const Mismatches bad = find_mismatches(got, seed);
+    if (bad.count)
+      mine.wrong(byte_mismatch(i, where, *bad.first,
+                               std::to_integer<std::uint8_t>(pattern_byte(seed, *bad.first)),
+                               std::to_integer<std::uint8_t>(got[*bad.first]), bad.count));
+    else
+      mine.right(i);
+  }
+  t.cycles = cycles / iters;
+  for (const std::string& wire : rt.allgather(mine.to_wire()))
+    tally.merge(CheckTally::from_wire(wire));
+  return t;
 }
 
 Record make_record(const RemoteConfig& cfg, RemoteOp op, Method m, int peer, Bytes n,
@@ -84,14 +129,21 @@ std::vector<Record> sweep(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w
         w.prepare(op, moved);
         w.settle();
         RemoteTimed t;
-        if (is_root) {
-          const int iters = cfg.iters.value_or(scaled_iters(moved));
-          t = w.time(op, m, n, cfg.warmup.value_or(std::max(1, iters / 10)), iters);
+        CheckTally tally;
+        std::int64_t bad = -2;
+        if (cfg.check_every) {
+          t = time_checked(rt, cfg, w, op, m, n, peer, tally);
+        } else {
+          if (is_root) {
+            const int iters = cfg.iters.value_or(scaled_iters(moved));
+            t = w.time(op, m, n, cfg.warmup.value_or(std::max(1, iters / 10)), iters);
+          }
+          w.settle();
+          bad = verify(rt, cfg, op, peer, w.received(op, moved));
         }
-        w.settle();
-        const std::int64_t bad = verify(rt, cfg, op, peer, w.received(op, moved));
         if (is_root) {
           mine.push_back(make_record(cfg, op, m, peer, n, t, bad, w.transport()));
+          if (cfg.check_every) set_check_fields(mine.back(), tally);
           if (!cfg.thread_counts.empty())
             mine.back().set(remote_field::threads, std::int64_t{cfg.copier.threads});
           record_done(mine.back());  // the run's output is on rank 0: the default root

@@ -38,6 +38,9 @@ struct RemoteConfig {
   int root = 0;                        // the rank that issues transfers
   std::optional<int> peer;             // default (root + 1) % ranks
   bool check = true;
+  // --check every: each timed transfer alone, checked after it (its records
+  // get the rate of wrong ones); else the last.
+  bool check_every = false;
   CopierOptions copier{1, 64 * 1024};  // engine workers; core staging tile
   // --threads as a list: one sweep per value, each record with a `threads`
   // field; empty: copier.threads alone, no field.

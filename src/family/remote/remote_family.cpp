@@ -108,6 +108,7 @@ class RemoteFamily final : public Family {
                     {.iters = "timed transfers per size (default: scaled, 1000 at 4K .. 64 at 4M)",
                      .warmup = "warm-up transfers (default: iters/10)",
                      .check = "skip verification of the received bytes",
+                     .check_every = true,
                      .ranks = true,
                      .monitor = true});
     app.footer(
@@ -124,7 +125,8 @@ Examples:
     cfg_.sizes = sizes_of(sizes_, 4096, 4ULL << 20, 4.0);
     if (run_.iters > 0) cfg_.iters = run_.iters;
     if (run_.warmup >= 0) cfg_.warmup = run_.warmup;
-    cfg_.check = !run_.no_check;
+    cfg_.check = check_mode(run_) != CheckMode::none;
+    cfg_.check_every = check_mode(run_) == CheckMode::every;
     Ranked r = start_ranked(*this, run_, inv, [&](Runtime& rt, Backend& b) {
       apply_thread_counts(threads_, b, cfg_.copier, cfg_.thread_counts);
       validate_remote(rt, cfg_);
