@@ -14,6 +14,8 @@
            FAILs device 1 (checked again), passes device 0, exit 1.
   remote   2 ranks, get and put --check every -n 30: every timed transfer
            checked, 0 wrong, by both methods.
+  engine   selftest --check every --loops 5: every loop of every block size,
+           read and write, sync and async, checked: 0 of 5 wrong.
 """
 import json
 import os
@@ -106,5 +108,11 @@ elif scenario == "remote":
     check(len(doc["results"]) == 4 and all(
         r["status"] == "ok" and r["checked_iters"] == 30 and r["wrong_iters"] == 0
         and r["iters"] == 30 for r in doc["results"]), "get and put, dma and core: 0 of 30 wrong")
+elif scenario == "engine":
+    doc = run([xb, "engine", "selftest", "--backend", "host", "-t", "1M", "--block-steps", "2",
+               "--loops", "5", "--check", "every"], want_rc=0)
+    check(len(doc["results"]) == 8 and all(
+        r["status"] == "ok" and r["checked_iters"] == 5 and r["wrong_iters"] == 0
+        and r["verified"] for r in doc["results"]), "read and write, sync and async: 0 of 5 wrong")
 else:
     sys.exit("unknown scenario " + scenario)

@@ -97,7 +97,8 @@ EngineClientConfig to_config(const ClientArgs& a) {
     c.batch = a.window;
     c.window = a.window;
   }
-  c.check = !a.run.no_check;
+  c.check = check_mode(a.run) != CheckMode::none;
+  c.check_every = check_mode(a.run) == CheckMode::every;
   c.timeout_s = a.timeout;
   c.peer_errors = a.err_mode == "peer";  // "auto" is resolved once the server's host is known
   apply_lanes(a, c);
@@ -205,7 +206,8 @@ void add_client_options(CLI::App& app, ClientArgs& a, bool with_connect) {
                   {.iters = fmt::format("timed loops (default {})", a.loops),
                    .iters_name = "-n,--loops",
                    .warmup = "warm-up loops, discarded (default 1)",
-                   .check = "skip verification"});
+                   .check = "skip verification",
+                   .check_every = true});
 }
 
 // The run's output, begun: a bad -o fails before anything connects, and

@@ -120,6 +120,9 @@ struct EngineClientConfig {
   // window and msg_rate; 0: no window fields (the default).
   int window = 0;
   bool check = true;
+  // --check every: each timed loop checked after it (reads poisoned before
+  // it), outside its time; its records get the rate of wrong loops.
+  bool check_every = false;
   double timeout_s = 30;     // per request
   bool peer_errors = false;  // UCX peer error mode (excludes shared memory on UCX 1.13)
   // --host-mem huge: the client's host memory (and the selftest server's

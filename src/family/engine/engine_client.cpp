@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 #include "core/journal.hpp"
 #include "core/nic_counters.hpp"
@@ -100,6 +101,35 @@ std::optional<std::int64_t> check(engine::ServerLink& link, EngineLocal& local, 
   return bad ? static_cast<std::int64_t>(*bad) : -1;
 }
 
+// --check every: loop `loop`'s first wrong byte as a FirstBad (reads: here,
+// with the bytes and their count; writes: the server names the offset).
+std::optional<FirstBad> check_loop(engine::ServerLink& link, EngineLocal& local,
+                                   const EnginePart& p, Op op, std::int64_t loop,
+                                   const std::string& where) {
+  if (op == Op::write) {
+    const std::int64_t bad = link.verify(p.base, p.length, engine::kClientSeed);
+    if (bad < 0) return std::nullopt;
+    FirstBad f{loop,
+               where + " (the server checked)",
+               static_cast<std::uint64_t>(bad) - p.base,
+               "byte",
+               fmt::format("{:#04x}", std::to_integer<std::uint8_t>(pattern_byte(
+                                          engine::kClientSeed, static_cast<std::uint64_t>(bad)))),
+               "?",
+               "",
+               1};
+    return f;
+  }
+  const std::vector<std::byte> got = local.contents();
+  const std::uint64_t at = link.segment().pattern_offset + p.base;
+  const Mismatches m = find_mismatches(std::span<const std::byte>(got), engine::kServerSeed, at);
+  if (!m.count) return std::nullopt;
+  return byte_mismatch(
+      loop, where, *m.first,
+      std::to_integer<std::uint8_t>(pattern_byte(engine::kServerSeed, at + *m.first)),
+      std::to_integer<std::uint8_t>(got[*m.first]), m.count);
+}
+
 void prepare_local(Op op, EngineLocal& local) {
   if (op == Op::write)
     local.fill();
@@ -158,6 +188,7 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
     // Before the gate of the first timed loop, so the loops still start together.
     if (cfg.nic_counters) pr.nics_before = sample_nics({});
     for (int l = 0; l < cfg.loops; ++l) {
+      if (cfg.check_every && l > 0) prepare_local(op, *pr.local);  // outside its time
       sync();
       alive.now();
       const auto t0 = Clock::now();
@@ -166,12 +197,21 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
       pr.t.loop_us.push_back(elapsed_us(t0, t1));
       pr.t.starts.push_back(t0);
       pr.t.ends.push_back(t1);
+      if (!cfg.check_every) continue;
+      const std::lock_guard lock(link_mutex);
+      if (auto bad = check_loop(link, *pr.local, pr.part, op, l, pr.name))
+        pr.t.checks.wrong(std::move(*bad));
+      else
+        pr.t.checks.right(l);
     }
     if (cfg.nic_counters) pr.nics_after = sample_nics({});
     gated = false;  // every gate passed: the others no longer wait for this part
     alive.now();    // the last loop's reads came from a live server
     const std::lock_guard lock(link_mutex);  // the parts of one server share its link
-    pr.bad = check(link, *pr.local, pr.part, op, cfg);
+    if (cfg.check_every)                     // checked loop by loop: the first wrong byte, if any
+      pr.bad = pr.t.checks.first() ? static_cast<std::int64_t>(pr.t.checks.first()->offset) : -1;
+    else
+      pr.bad = check(link, *pr.local, pr.part, op, cfg);
   } catch (const Interrupted&) {
     if (gated) gate->arrive_and_drop();
     throw;

@@ -55,7 +55,9 @@ Record engine_part_record(Op op, const EngineClientConfig& cfg, EngineLane lane,
     r.set(engine_field::wait_us, t.wait_us / batches);
   }
   set_window(r, cfg, bs);
-  if (bad) {
+  if (cfg.check_every) {
+    set_check_fields(r, t.checks);
+  } else if (bad) {
     r.verified = *bad < 0;
     if (*bad >= 0) {
       r.status = Status::failed;
@@ -104,6 +106,11 @@ Record engine_sum_record(Op op, const EngineClientConfig& cfg, EngineLane lane, 
   if (cfg.async) r.set(engine_field::batch, static_cast<std::int64_t>(cfg.batch));
   set_window(r, cfg, bs);
   if (cfg.check) r.verified = true;
+  if (cfg.check_every) {
+    CheckTally all;  // a loop wrong in any part counts once
+    for (const EngineSumPart& p : parts) all.merge(p.timing->checks);
+    set_check_fields(r, all);
+  }
   return r;
 }
 

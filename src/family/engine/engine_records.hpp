@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/corruption.hpp"
 #include "core/nic_counters.hpp"
 #include "core/record.hpp"
 #include "core/timer.hpp"
@@ -21,6 +22,7 @@ struct EngineTiming {
   std::vector<double> req_us;                   // per request (sync) or per batch (async)
   double submit_us = 0, wait_us = 0;            // async: sums over the batches
   std::vector<Clock::time_point> starts, ends;  // each timed loop's: a sum's time spans the parts'
+  CheckTally checks;                            // --check every: each timed loop's
 };
 
 // A part's record: `bytes` of the slot moved per loop in blocks of `bs`;
