@@ -41,7 +41,7 @@ CLI::Validator check_modes() {
         }
         return {};
       },
-      "MODE");
+      "every|last|none");
 }
 
 CLI::Option* positive_seconds(CLI::Option* o) {
