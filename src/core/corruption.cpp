@@ -50,7 +50,9 @@ std::string describe(const FirstBad& f) {
   std::string s = fmt::format("iteration {}, {}, {} {}: expected {}, got {}", f.iter, f.where,
                               f.unit, f.offset, f.expected, f.got);
   if (!f.xor_bits.empty()) s += fmt::format(" (xor {})", f.xor_bits);
-  s += fmt::format("; {} {}{} wrong in it", f.count, f.unit, f.count == 1 ? "" : "s");
+  const std::string& what = f.count_unit.empty() ? f.unit : f.count_unit;
+  if (f.count > 0)
+    s += fmt::format("; {} {}{} wrong in it", f.count, what, f.count == 1 ? "" : "s");
   return s;
 }
 
@@ -99,10 +101,15 @@ std::string CheckTally::summary() const {
 std::string CheckTally::to_wire() const {
   nlohmann::json j{{"checked", checked_}, {"bad", bad_iters_}};
   if (first_)
-    j["first"] = {{"iter", first_->iter},         {"where", first_->where},
-                  {"offset", first_->offset},     {"unit", first_->unit},
-                  {"expected", first_->expected}, {"got", first_->got},
-                  {"xor", first_->xor_bits},      {"count", first_->count}};
+    j["first"] = {{"iter", first_->iter},
+                  {"where", first_->where},
+                  {"offset", first_->offset},
+                  {"unit", first_->unit},
+                  {"expected", first_->expected},
+                  {"got", first_->got},
+                  {"xor", first_->xor_bits},
+                  {"count", first_->count},
+                  {"count_unit", first_->count_unit}};
   return j.dump();
 }
 
@@ -115,10 +122,11 @@ CheckTally CheckTally::from_wire(const std::string& text) {
     std::sort(t.bad_iters_.begin(), t.bad_iters_.end());
     if (j.contains("first")) {
       const auto& f = j["first"];
-      t.first_ = FirstBad{f.at("iter").get<std::int64_t>(),    f.at("where").get<std::string>(),
-                          f.at("offset").get<std::uint64_t>(), f.at("unit").get<std::string>(),
-                          f.at("expected").get<std::string>(), f.at("got").get<std::string>(),
-                          f.at("xor").get<std::string>(),      f.at("count").get<std::uint64_t>()};
+      t.first_ = FirstBad{f.at("iter").get<std::int64_t>(),     f.at("where").get<std::string>(),
+                          f.at("offset").get<std::uint64_t>(),  f.at("unit").get<std::string>(),
+                          f.at("expected").get<std::string>(),  f.at("got").get<std::string>(),
+                          f.at("xor").get<std::string>(),       f.at("count").get<std::uint64_t>(),
+                          f.at("count_unit").get<std::string>()};
     }
     return t;
   } catch (const nlohmann::json::exception& e) {

@@ -45,7 +45,8 @@ struct FirstBad {
   std::string unit = "byte";
   std::string expected, got;  // "0x3c" for a byte, the value for an element
   std::string xor_bits;       // "0x01" (bytes); "" where it means nothing
-  std::uint64_t count = 0;    // wrong bytes (elements) in that iteration
+  std::uint64_t count = 0;    // wrong units in that iteration (0: not known)
+  std::string count_unit;     // what `count` counts ("": `unit`)
 };
 // "iteration 37, device 1, byte 4096: expected 0x3c, got 0x3d (xor 0x01); 1 byte wrong in it"
 std::string describe(const FirstBad& f);

@@ -72,6 +72,15 @@ if scenario == "copy":
     clean = run(cmd, devices=2, want_rc=0)
     check(all(r["wrong_iters"] == 0 and r["checked_iters"] == 2000 and r["verified"]
               for r in clean["results"]), "no knob: 0 wrong with its interval")
+    # A group's sum (all_to_host: every device at once) is checked in its own batch.
+    group = run([xb, "copy", "--backend", "host", "-t", "all_to_host", "-s", "64K", "--method",
+                 "dma", "--check", "every", "-n", "300"], knob="2%:1", devices=2, want_rc=1)
+    legs = {r["src"]: r for r in group["results"] if r["case"] == "all_to_host"}
+    (total,) = [r for r in group["results"] if r["case"] == "all_to_host_total"]
+    check(legs[0]["wrong_iters"] == 0 and legs[1]["wrong_iters"] > 0, "all_to_host: device 1's leg")
+    check(total["checked_iters"] == 300 and total["wrong_iters"] > 0
+          and "device 1 -> host" in total["first_bad"], "the sum's own batch: "
+          f"{total['wrong_iters']} of 300, first on device 1")
     last = run(cmd[:-4] + ["-n", "20"], devices=2, want_rc=0)
     check(all("checked_iters" not in r for r in last["results"]),
           "--check last (the default) adds no fields")

@@ -650,6 +650,29 @@ TEST(FleetJudge, WrongDataConvictsAtNormalSpeed) {
     }
 }
 
+TEST(FleetJudge, WrongDataIsNamedWithTwoHostsAndBesideASlowHost) {
+  Synthetic two(2);
+  auto figs = two.figures();
+  figs[0].checked = 9;
+  figs[0].wrong = 1;
+  figs[0].wrong_why = "iteration 2, rank 0 from rank 1, byte 3: expected 0x01, got 0x00 (xor 0x01)";
+  auto j = judge_fleet(fleet_matrix(2, figs), names_of(2), 0, "", {});
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{0, 1}}));
+  // Host 3 slow by speed; its link with host 4 corrupts: both named.
+  Synthetic s(5);
+  s.slow_tx = {3};
+  figs = s.figures();
+  for (auto& f : figs)
+    if (f.a == 3 && f.b == 4) {
+      f.checked = 18;
+      f.wrong = 1;
+      f.wrong_why = "iteration 0, rank 4 from rank 3, byte 9: expected 0x01, got 0x03 (xor 0x02)";
+    }
+  j = judge_fleet(fleet_matrix(5, figs), names_of(5), 0, "", {});
+  EXPECT_EQ(j.slow_hosts, std::vector<int>{3});
+  EXPECT_EQ(j.slow_links, (std::vector<FleetPair>{{3, 4}}));
+}
+
 TEST(FleetJudge, WrongDataWithMostPartnersIsTheHost) {
   Synthetic s(5);
   auto figs = s.figures();

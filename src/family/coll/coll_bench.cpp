@@ -272,7 +272,8 @@ FirstBad element_bad(const CollCase& c, int iter, const std::string& where, cons
                   fmt::format("{:g}", w.expected),
                   fmt::format("{:g}", w.got),
                   fmt::format("{:#0{}x}", x, 2 + 2 * es),
-                  w.count};
+                  w.count,
+                  ""};
 }
 
 // --check every: each timed call alone from a barrier (host clock), its

@@ -31,8 +31,8 @@ class CollFamily final : public Family {
         .add(coll_field::algbw, FieldRole::metric, "size / time, GB/s")
         .add(coll_field::busbw, FieldRole::metric, "algbw x bus factor, GB/s")
         .add(coll_field::wrong, FieldRole::info,
-             "elements that differ, all ranks; -1 unchecked; --check every: in the first wrong "
-             "iteration")
+             "elements that differ, all ranks; -1 unchecked; --check every: those of the first "
+             "wrong iteration on its first rank")
         .add(coll_field::wrong_ranks, FieldRole::info,
              "--check every: the ranks that saw wrong data, with their wrong iterations")
         .add(coll_field::skew, FieldRole::key, "alltoallv: how counts spread over destinations")

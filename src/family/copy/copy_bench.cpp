@@ -82,7 +82,9 @@ std::string leg_where(const CopyLeg& l) {
 
 // --check every: before each timed iteration (outside its timing) every
 // leg's source gets the iteration's own pattern and its destination the
-// poison; after it, each leg the batch times is checked into its tally.
+// poison; after it, each leg the batch times is checked into its tally,
+// and in the batch that times the group's sum every leg into the sum's
+// (an iteration of the sum is wrong when one of its legs is).
 class EveryCheck {
  public:
   EveryCheck(Backend& b, const CopyGroup& g, Buffers& bufs)
@@ -95,17 +97,32 @@ class EveryCheck {
     }
   }
   void after(const CopyBatch& cb, std::int64_t iter) {
-    for (std::size_t leg : cb.legs) {
-      const std::int64_t k = next_[leg]++;
+    std::optional<FirstBad> sum_bad;
+    const std::int64_t ks = cb.sum ? sum_next_++ : 0;
+    for (std::size_t leg = 0; leg < g_.legs.size(); ++leg) {
+      const bool timed = std::find(cb.legs.begin(), cb.legs.end(), leg) != cb.legs.end();
+      if ((!timed && !cb.sum) || !cb.bytes[leg]) continue;
+      const std::int64_t k = timed ? next_[leg]++ : ks;
       auto bad = check_buffer(b_, *bufs_.dst[leg], cb.bytes[leg], seed(leg, iter), k,
                               leg_where(g_.legs[leg]));
+      if (cb.sum && bad && !sum_bad) {
+        sum_bad = *bad;
+        sum_bad->iter = ks;
+      }
+      if (!timed) continue;
       if (bad)
         tallies_[leg].wrong(std::move(*bad));
       else
         tallies_[leg].right(k);
     }
+    if (!cb.sum) return;
+    if (sum_bad)
+      sum_.wrong(std::move(*sum_bad));
+    else
+      sum_.right(ks);
   }
   const CheckTally& tally(std::size_t leg) const { return tallies_[leg]; }
+  const CheckTally& sum() const { return sum_; }
 
  private:
   std::uint64_t seed(std::size_t leg, std::int64_t iter) const {
@@ -116,6 +133,8 @@ class EveryCheck {
   Buffers& bufs_;
   std::vector<CheckTally> tallies_;
   std::vector<std::int64_t> next_;  // each leg's next checked iteration
+  CheckTally sum_;                  // the sum's batch, its iterations
+  std::int64_t sum_next_ = 0;
 };
 
 // Warm-up, timed iterations, verification: the records of one size, each
@@ -148,7 +167,6 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
     for (std::size_t i = 0; i < g.legs.size(); ++i) fill_buffer(b, *bufs.src[i], n, bufs.seeds[i]);
   std::vector<Record> out;
   bool all_ok = true;
-  CheckTally sum;
   for (std::size_t i = 0; i < g.legs.size(); ++i) {
     Record r = base_record(g.kase, copier.method(), g.legs[i].src, g.legs[i].dst, n);
     r.set_samples(per_op[i]);
@@ -160,7 +178,6 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
     }
     if (every) {
       set_check_fields(r, every->tally(i));
-      sum.merge(every->tally(i));
       all_ok = all_ok && r.status == Status::ok;
     } else if (last) {
       const auto bad = verify_buffer(b, *bufs.dst[i], n, bufs.seeds[i]);
@@ -178,7 +195,7 @@ std::vector<Record> measure(Backend& b, Copier& copier, const CopyConfig& cfg, c
     t.set_samples(batch);
     set_link(b, t);
     if (cfg.check) t.verified = all_ok;
-    if (every) set_check_fields(t, sum);
+    if (every) set_check_fields(t, every->sum());
     if (!all_ok && !every) {
       t.status = Status::failed;
       t.reason = "verification failed in one of its copies";

@@ -92,8 +92,8 @@ std::optional<std::int64_t> check(engine::ServerLink& link, EngineLocal& local, 
                                   Op op, const EngineClientConfig& cfg) {
   if (!cfg.check) return std::nullopt;
   if (op == Op::write) {
-    const std::int64_t bad = link.verify(p.base, p.length, engine::kClientSeed);
-    return bad >= 0 ? bad - static_cast<std::int64_t>(p.base) : bad;
+    // The server's answer counts from the part's start (its verify's offset).
+    return link.verify(p.base, p.length, engine::kClientSeed);
   }
   const std::vector<std::byte> got = local.contents();
   const auto bad = find_mismatch(std::span<const std::byte>(got), engine::kServerSeed,
@@ -109,16 +109,17 @@ std::optional<FirstBad> check_loop(engine::ServerLink& link, EngineLocal& local,
   if (op == Op::write) {
     const std::int64_t bad = link.verify(p.base, p.length, engine::kClientSeed);
     if (bad < 0) return std::nullopt;
-    FirstBad f{loop,
-               where + " (the server checked)",
-               static_cast<std::uint64_t>(bad) - p.base,
-               "byte",
-               fmt::format("{:#04x}", std::to_integer<std::uint8_t>(pattern_byte(
-                                          engine::kClientSeed, static_cast<std::uint64_t>(bad)))),
-               "?",
-               "",
-               1};
-    return f;
+    const auto at = static_cast<std::uint64_t>(bad);  // from the part's start
+    return FirstBad{loop,
+                    where + " (the server checked)",
+                    at,
+                    "byte",
+                    fmt::format("{:#04x}", std::to_integer<std::uint8_t>(
+                                               pattern_byte(engine::kClientSeed, p.base + at))),
+                    "?",
+                    "",
+                    0,  // the server names the first wrong byte, not how many
+                    ""};
   }
   const std::vector<std::byte> got = local.contents();
   const std::uint64_t at = link.segment().pattern_offset + p.base;
@@ -171,7 +172,9 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
   pr.error.clear();
   bool gated = gate != nullptr;
   int synced = 0;  // before_loop calls so far: a failed part still makes all of them
-  const int syncs = cfg.warmup + cfg.loops;
+  // --check every: a second meeting after each timed loop, so no part checks
+  // (a server-side scan for writes) while another is still timing.
+  const int syncs = cfg.warmup + cfg.loops * (cfg.check_every ? 2 : 1);
   try {
     const auto sync = [&] {
       ++synced;
@@ -187,8 +190,16 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
     }
     // Before the gate of the first timed loop, so the loops still start together.
     if (cfg.nic_counters) pr.nics_before = sample_nics({});
+    if (cfg.check_every && cfg.warmup > 0) {  // the warm-up's data must not pass loop 0
+      if (op == Op::write) {
+        const std::lock_guard lock(link_mutex);
+        (void)link.verify(pr.part.base, pr.part.length, engine::kClientSeed);  // restores
+      } else {
+        prepare_local(op, *pr.local);
+      }
+    }
     for (int l = 0; l < cfg.loops; ++l) {
-      if (cfg.check_every && l > 0) prepare_local(op, *pr.local);  // outside its time
+      if (cfg.check_every && l > 0 && op == Op::read) prepare_local(op, *pr.local);  // poisoned
       sync();
       alive.now();
       const auto t0 = Clock::now();
@@ -198,6 +209,7 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
       pr.t.starts.push_back(t0);
       pr.t.ends.push_back(t1);
       if (!cfg.check_every) continue;
+      sync();  // every part's loop is over before any checks
       const std::lock_guard lock(link_mutex);
       if (auto bad = check_loop(link, *pr.local, pr.part, op, l, pr.name))
         pr.t.checks.wrong(std::move(*bad));

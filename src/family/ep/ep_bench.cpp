@@ -140,6 +140,7 @@ RoundTripCheck check_round_trip(EpExchange& x, const EpStep& step, const EpConfi
     out.dispatch = byte_mismatch(iter, where, at, std::to_integer<std::uint8_t>(want[at]),
                                  std::to_integer<std::uint8_t>(dgot[at]), n);
     out.dispatch->unit = "dispatched byte";
+    out.dispatch->count_unit = "element";  // the oracle counts elements of the type
   }
   x.poison(EpPhase::combine);
   x.run(EpPhase::combine);
@@ -152,7 +153,7 @@ RoundTripCheck check_round_trip(EpExchange& x, const EpStep& step, const EpConfi
                               static_cast<std::size_t>(sh.hidden));
   reduce_combine(step.trace, me, std::span(got.data(), step.combine.recv_bytes()), combined);
   if (const std::size_t n = combine_wrong(step.trace, me, combined)) {
-    FirstBad f{iter, where, 0, "combined element", "", "", "", n};
+    FirstBad f{iter, where, 0, "combined element", "", "", "", n, ""};
     for (int t = 0; t < sh.tokens && f.expected.empty(); ++t)
       for (int h = 0; h < sh.hidden; ++h) {
         const float want = expected_combined(step.trace, me, t, h);

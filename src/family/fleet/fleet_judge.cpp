@@ -138,7 +138,8 @@ void judge_link(FleetJudgement& j, const FleetMatrix& m, const std::vector<std::
   const std::string& an = names[static_cast<std::size_t>(a)];
   const std::string& bn = names[static_cast<std::size_t>(b)];
   if (const auto* w = pair_wrong(m, a, b)) {
-    // Wrong data: a FAIL whatever the speed, never cleared.
+    // Wrong data: a FAIL whatever the speed, never cleared (and named once).
+    if (contains_pair(j.failing_links, a, b)) return;
     const RateInterval ci = wilson95(w->wrong, w->checked);
     std::string why = fmt::format(
         "wrong data in {} of {} checked transfers ({:.3g} %, 95 % interval {:.3g}-{:.3g} %, "
@@ -337,7 +338,8 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
     // No host-versus-link rule; a failed pair is still a FAIL of the pair.
     for (int a = 0; a < n; ++a)
       for (int b = a + 1; b < n; ++b)
-        if (pair_failures(m, a, b) > 0) judge_link(j, m, names, a, b, kNotMeasured, t, "");
+        if (pair_failures(m, a, b) > 0 || pair_wrong(m, a, b))
+          judge_link(j, m, names, a, b, kNotMeasured, t, "");
     return j;
   }
   if (std::isnan(R) || R <= 0) {
@@ -355,6 +357,8 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
            fmt::format("{} of {} pairs failed, most hosts with most partners ({}): the fabric, the "
                        "transport or the launcher's network, not one part",
                        failed, pairs, first)});
+    for (const auto& [pair, w] : m.wrong)  // wrong data is named whatever else failed
+      judge_link(j, m, names, pair.first, pair.second, kNotMeasured, t, "");
     return j;
   }
 
@@ -450,7 +454,12 @@ FleetJudgement judge_fleet(const FleetMatrix& m, const std::vector<std::string>&
   // Links between hosts that are not slow themselves.
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
-      if (contains(j.slow_hosts, a) || contains(j.slow_hosts, b)) continue;
+      // A slow host hides its links, but not their wrong data (unless the
+      // host itself fails for it, or for failed transfers).
+      const bool hidden = contains(j.slow_hosts, a) || contains(j.slow_hosts, b);
+      if (hidden &&
+          (!pair_wrong(m, a, b) || contains(j.failing_hosts, a) || contains(j.failing_hosts, b)))
+        continue;
       judge_link(
           j, m, names, a, b,
           std::min(j.typical[static_cast<std::size_t>(a)], j.typical[static_cast<std::size_t>(b)]),
@@ -581,18 +590,22 @@ void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,
     return false;
   }();
   for (const auto& f : measured) {
-    if (!f.failed || fleet_fails) continue;
+    if ((!f.failed && f.wrong == 0) || fleet_fails) continue;
     if (contains(j.slow_hosts, f.a) || contains(j.slow_hosts, f.b) ||
         contains_pair(j.slow_links, f.a, f.b))
       continue;
     const std::string where = pair_name(names, std::min(f.a, f.b), std::max(f.a, f.b));
+    const std::string what =
+        f.failed
+            ? "failed when measured again (" + f.why + ")"
+            : fmt::format("wrong data when measured again: {} of {} checked transfers (first: {})",
+                          f.wrong, f.checked, f.wrong_why);
     if (Finding* row = find_row(j, "link", where)) {
       row->verdict = Verdict::fail;
-      row->why += "; it failed when measured again (" + f.why + ")";
+      row->why += "; it " + what;
     } else {
       j.findings.push_back({"link", where, Verdict::fail, 0, 0, "GB/s",
-                            "failed when measured again (" + f.why +
-                                "): the path between them (cables, switch ports, routes)"});
+                            what + ": the path between them (cables, switch ports, routes)"});
     }
     j.warn_links.erase(
         std::remove_if(j.warn_links.begin(), j.warn_links.end(),

@@ -202,8 +202,8 @@ class PairFilter {
   std::size_t pos_ = 0, seen_ = 0;
 };
 
-// Last: a failed pair in `measured` (the rounds and the confirmations)
-// whose host or link no FAIL names gets a link FAIL row of its own, so the
+// Last: a failed pair, or one with wrong data, in `measured` (the rounds and
+// the confirmations) whose host or link no FAIL names gets a link FAIL row of its own, so the
 // verdicts never pass over a failed record (the rules above name them all;
 // this holds the invariant against a rule that would not).
 void cover_failures(FleetJudgement& j, const std::vector<std::string>& names,

@@ -123,7 +123,7 @@ Examples:
 
   int run(const Invocation& inv) override {
     cfg_.sizes = sizes_of(sizes_, 4096, 4ULL << 20, 4.0);
-    if (run_.iters > 0) cfg_.iters = run_.iters;
+    if (const int n = run_.iters_or(0); n > 0) cfg_.iters = n;  // -n, or --check-iters
     if (run_.warmup >= 0) cfg_.warmup = run_.warmup;
     cfg_.check = check_mode(run_) != CheckMode::none;
     cfg_.check_every = check_mode(run_) == CheckMode::every;
