@@ -171,7 +171,8 @@ PY
   grep -q "only in the new file" "$tmp/drop.log" || fail "unmatched record not listed"
   "$xb" compare "$tmp/base.json" "$tmp/new.json" --threshold 15% >/dev/null || fail "10% drop flagged at 15%"
   # Wrong data at the same speed (--check every): compared, and a regression of its own.
-  "$xb" copy -t d2d -s 64K -n 50 --method dma --check every --format json -o "$tmp/every.json" -q ||
+  "$xb" copy --backend host -t d2d -s 64K -n 50 --method dma --check every --format json \
+    -o "$tmp/every.json" -q ||
     fail "copy --check every"
   "$py" - "$tmp/every.json" "$tmp/wrong.json" <<'PY'
 import json, sys
