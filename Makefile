@@ -131,6 +131,7 @@ test-fuzz: fuzz-build
 BENCH_RUNS ?= 3
 bench: deps-test build
 	bench/repeat.sh $(BENCH_RUNS) bench/host_copy_vs_memcpy.sh $(XB)
+	bench/repeat.sh $(BENCH_RUNS) bench/host_copy_sweep.sh $(XB)
 	bench/remote_vs_mpi_get.sh $(XB)
 	bench/coll_vs_mpi_allreduce.sh $(XB)
 	bench/repeat.sh $(BENCH_RUNS) bench/engine_vs_ucx_perftest.sh $(XB)
