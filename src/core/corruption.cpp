@@ -69,6 +69,22 @@ FirstBad byte_mismatch(std::int64_t iter, std::string where, std::uint64_t offse
   return f;
 }
 
+std::optional<FirstBad> pattern_bad(std::span<const std::byte> got, std::uint64_t seed,
+                                    std::uint64_t offset, std::int64_t iter, std::string where) {
+  const Mismatches m = find_mismatches(got, seed, offset);
+  if (!m.count) return std::nullopt;
+  return byte_mismatch(iter, std::move(where), *m.first,
+                       std::to_integer<std::uint8_t>(pattern_byte(seed, offset + *m.first)),
+                       std::to_integer<std::uint8_t>(got[*m.first]), m.count);
+}
+
+void CheckTally::add(std::int64_t iter, std::optional<FirstBad> bad) {
+  if (bad)
+    wrong(std::move(*bad));
+  else
+    right(iter);
+}
+
 void CheckTally::right(std::int64_t iter) { checked_ = std::max(checked_, iter + 1); }
 
 void CheckTally::wrong(FirstBad bad) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ std::string describe(const FirstBad& f);
 // Byte-level first-bad fields: hex text of `want`, `got` and their xor.
 FirstBad byte_mismatch(std::int64_t iter, std::string where, std::uint64_t offset,
                        std::uint8_t want, std::uint8_t got, std::uint64_t count);
+// `got` against the pattern `seed` from `offset` (core/pattern.hpp):
+// nullopt when every byte matches, else iteration `iter`'s first bad at
+// `where` (its offset counted from `got`'s start) with the count.
+std::optional<FirstBad> pattern_bad(std::span<const std::byte> got, std::uint64_t seed,
+                                    std::uint64_t offset, std::int64_t iter, std::string where);
 
 // What one record's checks found. Iterations are numbered from 0; the same
 // iteration wrong on several ranks or legs counts once (merge).
@@ -61,6 +67,8 @@ class CheckTally {
  public:
   void right(std::int64_t iter);
   void wrong(FirstBad bad);  // bad.iter: the iteration
+  // Iteration `iter` checked: wrong with `bad`, else right.
+  void add(std::int64_t iter, std::optional<FirstBad> bad);
   // Another rank's or leg's tally of the same iterations.
   void merge(const CheckTally& other);
 

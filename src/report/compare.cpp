@@ -278,8 +278,9 @@ std::string wrong_text(const json& r) {
 }
 
 bool is_wrong(const json& r) {
-  const std::string w = wrong_text(r);
-  return w == "wrong" || (!w.empty() && w != "ok" && w.rfind("0/", 0) != 0);
+  if (r.contains("wrong_iters") && r["wrong_iters"].is_number_integer())
+    return r["wrong_iters"].get<std::int64_t>() > 0;
+  return r.contains("verified") && r["verified"].is_boolean() && !r["verified"].get<bool>();
 }
 
 }  // namespace
@@ -365,9 +366,14 @@ Comparison compare_results(const std::string& old_path, const std::string& new_p
                                   : k;
     CompareRow row{label, name, ov, nv, ov > 0 ? nv / ov : 0, false, "", false};
     row.regression = ov > 0 && nv < ov * (1 - threshold);
-    if (is_wrong(r) || is_wrong(*it->second))
-      row.wrong = wrong_text(*it->second) + " -> " + wrong_text(r);
-    row.wrong_data = is_wrong(r) && !is_wrong(*it->second);  // wrong in both: shown, not new
+    const bool was = is_wrong(*it->second), now = is_wrong(r);
+    row.wrong_data = now && !was;  // wrong in both: shown, not new
+    if (was || now)
+      row.wrong = fmt::format("{} {} -> {}{}", row.wrong_data ? "WRONG DATA" : "wrong data",
+                              wrong_text(*it->second), wrong_text(r),
+                              row.wrong_data ? ""
+                              : now          ? " (as before)"
+                                             : " (now right)");
     c.regressions += row.regression || row.wrong_data ? 1 : 0;
     c.rows.push_back(row);
   }
@@ -383,14 +389,9 @@ std::string format_comparison(const Comparison& c, double threshold) {
   out +=
       fmt::format("{:<64} {:>6} {:>10} {:>10} {:>7}\n", "record", "metric", "old", "new", "ratio");
   for (const auto& r : c.rows)
-    out += fmt::format(
-        "{:<64} {:>6} {:>10.3f} {:>10.3f} {:>7.3f}{}{}\n", r.key, r.metric, r.old_value,
-        r.new_value, r.ratio, r.regression ? "  REGRESSION" : "",
-        r.wrong.empty() ? ""
-        : r.wrong_data  ? "  WRONG DATA " + r.wrong
-        : r.wrong.find("-> 0/") != std::string::npos || r.wrong.find("-> ok") != std::string::npos
-            ? "  wrong data " + r.wrong + " (now right)"
-            : "  wrong data " + r.wrong + " (as before)");
+    out += fmt::format("{:<64} {:>6} {:>10.3f} {:>10.3f} {:>7.3f}{}{}\n", r.key, r.metric,
+                       r.old_value, r.new_value, r.ratio, r.regression ? "  REGRESSION" : "",
+                       r.wrong.empty() ? "" : "  " + r.wrong);
   for (const auto& k : c.only_old) out += fmt::format("only in the old file: {}\n", k);
   for (const auto& k : c.only_new) out += fmt::format("only in the new file: {}\n", k);
   out += fmt::format("{} matched, {} regression{} past {:.1f}%, {} unmatched\n", c.rows.size(),

@@ -16,8 +16,9 @@ struct CompareRow {
   double new_value = 0;
   double ratio = 0;  // new / old
   bool regression = false;
-  // Wrong data in either file ("0/2000 -> 26/2000"; "" when both were
-  // right): new wrong data is a regression whatever its speed.
+  // Wrong data in either file ("WRONG DATA 0/2000 -> 26/2000", "wrong data
+  // 3/50 -> 0/50 (now right)"; "" when both were right): new wrong data
+  // (`wrong_data`) is a regression whatever its speed.
   std::string wrong;
   bool wrong_data = false;
 };

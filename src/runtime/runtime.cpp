@@ -18,6 +18,7 @@
 #include <utility>
 #include <xferbench/launcher.hpp>
 
+#include "core/corruption.hpp"
 #include "core/error.hpp"
 
 namespace xb {
@@ -75,6 +76,18 @@ std::vector<std::vector<double>> allgather_doubles(Runtime& rt, const std::vecto
     std::vector<double> v(w.size() / sizeof(double));
     std::memcpy(v.data(), w.data(), v.size() * sizeof(double));
     all.push_back(std::move(v));
+  }
+  return all;
+}
+
+CheckTally allgather_tally(Runtime& rt, const CheckTally& mine,
+                           std::vector<std::int64_t>* per_rank) {
+  CheckTally all;
+  if (per_rank) per_rank->clear();
+  for (const std::string& w : rt.allgather(mine.to_wire())) {
+    const CheckTally t = CheckTally::from_wire(w);
+    if (per_rank) per_rank->push_back(t.wrong_iters());
+    all.merge(t);
   }
   return all;
 }

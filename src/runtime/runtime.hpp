@@ -16,6 +16,8 @@
 
 namespace xb {
 
+class CheckTally;  // core/corruption.hpp
+
 enum class Transport { shm, rma };
 const char* to_string(Transport t);
 
@@ -161,6 +163,12 @@ int launcher_local_rank();
 
 // Every rank's numbers on every rank, in rank order (over allgather).
 std::vector<std::vector<double>> allgather_doubles(Runtime& rt, const std::vector<double>& mine);
+
+// Every rank's check tally of the same iterations merged, on every rank
+// (core/corruption.hpp); `per_rank`, when given, gets each rank's wrong
+// iterations in rank order.
+CheckTally allgather_tally(Runtime& rt, const CheckTally& mine,
+                           std::vector<std::int64_t>* per_rank = nullptr);
 
 // What the launcher that started this process announced, from its
 // environment: who it is and how many processes it started. Read in this

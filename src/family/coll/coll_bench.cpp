@@ -309,18 +309,11 @@ RankTimes time_checked(Runtime& rt, Backend& b, Communicator& comm, CollBuffers&
     mine.iter.push_back(us);
     mine.in_call.push_back(us);
     const WrongElements w = read_wrong(b, comm, bufs, c, k, inplace, off, cfg);
-    if (w.count)
-      own.wrong(element_bad(c, i, where, w, bufs.host.data()));
-    else
-      own.right(i);
+    own.add(i,
+            w.count ? std::optional(element_bad(c, i, where, w, bufs.host.data())) : std::nullopt);
   }
   RankTimes all = gather_times(rt, mine);
-  per_rank.clear();
-  for (const std::string& wire : rt.allgather(own.to_wire())) {
-    const CheckTally t = CheckTally::from_wire(wire);
-    per_rank.push_back(t.wrong_iters());
-    tally.merge(t);
-  }
+  tally = allgather_tally(rt, own, &per_rank);
   return all;
 }
 

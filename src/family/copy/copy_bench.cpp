@@ -109,17 +109,9 @@ class EveryCheck {
         sum_bad = *bad;
         sum_bad->iter = ks;
       }
-      if (!timed) continue;
-      if (bad)
-        tallies_[leg].wrong(std::move(*bad));
-      else
-        tallies_[leg].right(k);
+      if (timed) tallies_[leg].add(k, std::move(bad));
     }
-    if (!cb.sum) return;
-    if (sum_bad)
-      sum_.wrong(std::move(*sum_bad));
-    else
-      sum_.right(ks);
+    if (cb.sum) sum_.add(ks, std::move(sum_bad));
   }
   const CheckTally& tally(std::size_t leg) const { return tallies_[leg]; }
   const CheckTally& sum() const { return sum_; }
@@ -301,14 +293,14 @@ std::optional<FirstBad> check_buffer(Backend& b, const Buffer& buf, Bytes n, std
   for (Bytes off = 0; off < n; off += stage.size()) {
     const Bytes len = std::min<Bytes>(stage.size(), n - off);
     b.read(buf, off, std::span(stage).first(len));
-    const Mismatches m = find_mismatches(std::span<const std::byte>(stage).first(len), seed, off);
-    if (!m.count) continue;
-    if (!bad) {
-      const Bytes at = off + *m.first;
-      bad = byte_mismatch(iter, where, at, std::to_integer<std::uint8_t>(pattern_byte(seed, at)),
-                          std::to_integer<std::uint8_t>(stage[*m.first]), 0);
+    auto piece = pattern_bad(std::span<const std::byte>(stage).first(len), seed, off, iter, where);
+    if (!piece) continue;
+    if (bad) {
+      bad->count += piece->count;
+    } else {
+      bad = std::move(piece);
+      bad->offset += off;  // from the buffer's start
     }
-    bad->count += m.count;
   }
   return bad;
 }

@@ -122,13 +122,7 @@ std::optional<FirstBad> check_loop(engine::ServerLink& link, EngineLocal& local,
                     ""};
   }
   const std::vector<std::byte> got = local.contents();
-  const std::uint64_t at = link.segment().pattern_offset + p.base;
-  const Mismatches m = find_mismatches(std::span<const std::byte>(got), engine::kServerSeed, at);
-  if (!m.count) return std::nullopt;
-  return byte_mismatch(
-      loop, where, *m.first,
-      std::to_integer<std::uint8_t>(pattern_byte(engine::kServerSeed, at + *m.first)),
-      std::to_integer<std::uint8_t>(got[*m.first]), m.count);
+  return pattern_bad(got, engine::kServerSeed, link.segment().pattern_offset + p.base, loop, where);
 }
 
 void prepare_local(Op op, EngineLocal& local) {
@@ -211,10 +205,7 @@ void part_step(PartRun& pr, engine::ServerLink& link, Op op, Bytes bs,
       if (!cfg.check_every) continue;
       sync();  // every part's loop is over before any checks
       const std::lock_guard lock(link_mutex);
-      if (auto bad = check_loop(link, *pr.local, pr.part, op, l, pr.name))
-        pr.t.checks.wrong(std::move(*bad));
-      else
-        pr.t.checks.right(l);
+      pr.t.checks.add(l, check_loop(link, *pr.local, pr.part, op, l, pr.name));
     }
     if (cfg.nic_counters) pr.nics_after = sample_nics({});
     gated = false;  // every gate passed: the others no longer wait for this part

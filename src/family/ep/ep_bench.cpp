@@ -191,18 +191,11 @@ std::array<CheckTally, kPhases> check_every(Runtime& rt, EpExchange& x, const Ep
   CheckTally mine[2];
   for (int i = 0; i < cfg.iters; ++i) {
     RoundTripCheck c = check_round_trip(x, step, cfg, i, where);
-    for (int p = 0; p < 2; ++p) {
-      auto& bad = p == 0 ? c.dispatch : c.combine;
-      if (bad)
-        mine[p].wrong(std::move(*bad));
-      else
-        mine[p].right(i);
-    }
+    mine[0].add(i, std::move(c.dispatch));
+    mine[1].add(i, std::move(c.combine));
   }
-  std::array<CheckTally, kPhases> all;
-  for (int p = 0; p < 2; ++p)
-    for (const std::string& w : rt.allgather(mine[p].to_wire()))
-      all[static_cast<std::size_t>(p)].merge(CheckTally::from_wire(w));
+  std::array<CheckTally, kPhases> all{allgather_tally(rt, mine[0]), allgather_tally(rt, mine[1]),
+                                      CheckTally{}};
   all[2] = all[0];
   all[2].merge(all[1]);
   return all;

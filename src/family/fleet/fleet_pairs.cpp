@@ -170,14 +170,8 @@ class Side {
     if (!checks(it)) return;
     const std::uint64_t seed = fresh(it) ? seed_of(role_.peer, dir, it) : seed_of(role_.peer);
     const std::int64_t k = plan_.check_every ? it - plan_.warmup : 0;
-    const Mismatches m = find_mismatches(buf_.recv, seed);
-    if (!m.count) {
-      tally.right(k);
-      return;
-    }
-    tally.wrong(byte_mismatch(k, fmt::format("rank {} from rank {}", role_.me, role_.peer),
-                              *m.first, std::to_integer<std::uint8_t>(pattern_byte(seed, *m.first)),
-                              std::to_integer<std::uint8_t>(buf_.recv[*m.first]), m.count));
+    tally.add(k, pattern_bad(buf_.recv, seed, 0, k,
+                             fmt::format("rank {} from rank {}", role_.me, role_.peer)));
   }
   // dir 0: a -> b, 1: b -> a; `sending`: this side sends in it. The first
   // timed transfer is the one verified (every phase has it).

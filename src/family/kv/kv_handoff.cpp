@@ -381,17 +381,11 @@ std::vector<Record> run_handoff(Runtime& rt, const KvHandoffConfig& cfg) {
           corrupt_one(st, ro, cfg, m, me);
           const WrongBytes w = wrong_bytes(st, ro, cfg, m, me, sz);
           const std::int64_t k = i - cfg.warmup;
-          if (w.count)
-            tally.wrong(byte_mismatch(k, where, w.first, w.want, w.got, w.count));
-          else
-            tally.right(k);
+          tally.add(k, w.count
+                           ? std::optional(byte_mismatch(k, where, w.first, w.want, w.got, w.count))
+                           : std::nullopt);
         }
-        if (cfg.check_every) {
-          CheckTally all;
-          for (const std::string& wire : rt.allgather(tally.to_wire()))
-            all.merge(CheckTally::from_wire(wire));
-          tally = std::move(all);
-        }
+        if (cfg.check_every) tally = allgather_tally(rt, tally);
         std::string nic_text;  // "NIC\tTX\tRX\tERRORS", "" where no NIC moved its share
         if (count) {
           const std::uint64_t share = shape.bytes * static_cast<std::uint64_t>(burst) *

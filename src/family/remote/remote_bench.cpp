@@ -67,17 +67,10 @@ RemoteTimed time_checked(Runtime& rt, const RemoteConfig& cfg, RemoteWindows& w,
     if (rt.rank() != receiver) continue;
     const std::span<std::byte> got = w.received(op, moved);
     if (cfg.before_verify) cfg.before_verify(got);
-    const Mismatches bad = find_mismatches(got, seed);
-    if (bad.count)
-      mine.wrong(byte_mismatch(i, where, *bad.first,
-                               std::to_integer<std::uint8_t>(pattern_byte(seed, *bad.first)),
-                               std::to_integer<std::uint8_t>(got[*bad.first]), bad.count));
-    else
-      mine.right(i);
+    mine.add(i, pattern_bad(got, seed, 0, i, where));
   }
   t.cycles = cycles / iters;
-  for (const std::string& wire : rt.allgather(mine.to_wire()))
-    tally.merge(CheckTally::from_wire(wire));
+  tally = allgather_tally(rt, mine);
   return t;
 }
 
