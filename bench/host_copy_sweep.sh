@@ -25,8 +25,8 @@ py=/usr/bin/python3
 [ -x "$xb" ] || { echo "no xferbench at $xb (make build)"; exit 2; }
 [ -x "$memcpy_mt" ] || { echo "no memcpy_mt at $memcpy_mt (make build)"; exit 2; }
 
-# Iterations per size: about 0.5 GB moved per run, 5..3000 iterations.
-iters_of() { local n=$(( 512 * 1024 / $1 )); [ "$n" -gt 3000 ] && n=3000; [ "$n" -lt 5 ] && n=5; echo "$n"; }
+# Iterations per size: about 0.5 GB moved per run, 5..20000 iterations.
+iters_of() { local n=$(( 512 * 1024 / $1 )); [ "$n" -gt 20000 ] && n=20000; [ "$n" -lt 5 ] && n=5; echo "$n"; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do

@@ -124,21 +124,26 @@ void HostStream::synchronize() {
 namespace {
 
 // Queues a gate on every pool, then each op (queue_op returns its completion
-// state), opens the gate and waits: the common start of both copy methods.
+// state), all held back until every op is queued; releasing the pools wakes
+// the workers, the last to reach the gate opens it: the common start of both
+// copy methods. The issuer then sleeps on the completions.
 CopyTiming run_gated(const std::set<WorkerPool*>& pools, std::size_t nops,
                      const std::function<std::shared_ptr<EventState>(std::size_t)>& queue_op) {
   int workers = 0;
   for (auto* p : pools) workers += p->size();
-  auto gate = std::make_shared<Gate>(workers + 1);
-  for (auto* p : pools) p->submit([gate](int, int) { gate->arrive_and_wait(); });
+  auto gate = std::make_shared<Gate>(workers);
+  for (auto* p : pools) {
+    p->hold();
+    p->submit([gate](int, int) { gate->arrive_and_wait(); });
+  }
   std::vector<std::shared_ptr<EventState>> done;
   try {
     for (std::size_t i = 0; i < nops; ++i) done.push_back(queue_op(i));
   } catch (...) {
-    gate->arrive();  // never leave workers spinning at a closed gate
+    for (auto* p : pools) p->discard();  // no worker ever saw the gate
     throw;
   }
-  gate->arrive();
+  for (auto* p : pools) p->release();
   CopyTiming t;
   for (auto& st : done) {
     st->done.wait(0, std::memory_order_acquire);

@@ -5,7 +5,6 @@
 // it: this is what makes a pool usable as an in-order copy engine queue.
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,17 +22,27 @@ class WorkerPool {
   using Done = std::function<void(const std::string& error)>;
 
   // Starts n >= 1 workers, each bound to `cpus` (OS cpu numbers; empty: no
-  // binding). Throws RuntimeError when a thread cannot be created.
+  // binding), then to a core among them that no other worker of the process
+  // has taken, while there are such cores.
+  // Throws RuntimeError when a thread cannot be created.
   WorkerPool(int n, const std::vector<unsigned>& cpus);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return static_cast<int>(slots_.size()); }
 
   // Queues `part` for every worker; `done` runs once, on the worker that
   // finishes last, with the first exception text of any part ("" if none).
   void submit(Part part, Done done = {});
+
+  // Between hold() and release(), submit() keeps its jobs back; release()
+  // hands them to the workers in one step and wakes them once, so no worker
+  // finds its queue empty halfway through a batch and sleeps inside it.
+  // discard() drops what is held instead (the batch failed before release).
+  void hold();
+  void release();
+  void discard();
 
  private:
   struct Job {
@@ -43,29 +52,46 @@ class WorkerPool {
     std::mutex error_mutex;
     std::string error;
   };
+  // One per worker: its own queue, lock and wake-up, so workers never
+  // contend with each other for a lock. A worker takes its whole queue at
+  // once, so the jobs of a batch (gate, copies, records) run back to back
+  // with no lock between them.
+  struct Slot {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<std::shared_ptr<Job>> queue;
+    std::atomic<bool> ready{false};  // queue not empty, read without the lock
+    bool stop = false;
+  };
   void loop(int index);
+  void hand_out(const std::vector<std::shared_ptr<Job>>& jobs);  // submit_mutex_ held
+  void stop_all();
+  void claim_cpu();  // on each worker, once bound to the pool's CPUs
 
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::deque<std::shared_ptr<Job>>> queues_;
-  bool stop_ = false;
+  std::vector<int> claimed_;  // the cores this pool's workers took (under the claims' lock)
+
+  // Serialises submitters, so every worker's queue has the same order.
+  std::mutex submit_mutex_;
+  bool held_ = false;
+  std::vector<std::shared_ptr<Job>> pending_;  // kept back while held_
+  std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::thread> threads_;
 };
 
-// Releases concurrent work at one instant: every participant checks in, and
-// the last one to arrive stamps the start and opens the gate. Workers spin at
-// the gate so thread wake-up stays out of the timed region; the issuer only
-// checks in and goes to sleep on its events, leaving the cores to the workers.
+// Releases concurrent work at one instant: every worker checks in, and the
+// last one to arrive stamps the start and opens the gate. Workers spin at the
+// gate so thread wake-up stays out of the timed region. The issuer is not a
+// participant: it queues the gate and the work behind it as one batch
+// (WorkerPool::hold/release) and goes to sleep on its events, so when the
+// gate opens every worker is on a core and none shares it with the issuer.
 class Gate {
  public:
   explicit Gate(int participants) : expected_(participants) {}
-  void arrive_and_wait();  // workers
-  void arrive();           // the issuer, after queuing everything
+  void arrive_and_wait();
   // The instant the gate opened; valid once the work behind it completed.
   Clock::time_point start() const { return start_; }
 
  private:
-  bool check_in();  // true for the last participant, which opens the gate
   const int expected_;
   std::atomic<int> arrived_{0};
   std::atomic<bool> open_{false};
