@@ -14,14 +14,16 @@
 #
 #   bench/host_copy_sweep.sh [XFERBENCH] [ROUNDS] [SIZES_KIB]
 #   SIZES_KIB: a space-separated list (default "64 1024 16384 262144 1048576")
+#   THREADS=T: both tools' threads (default: nproc)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 xb=${1:-$here/../build/default/xferbench}
 rounds=${2:-5}
 sizes=${3:-64 1024 16384 262144 1048576}
 memcpy_mt=$(dirname "$xb")/bench/memcpy_mt
-threads=$(nproc)
+threads=${THREADS:-$(nproc)}
 py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
 [ -x "$xb" ] || { echo "no xferbench at $xb (make build)"; exit 2; }
 [ -x "$memcpy_mt" ] || { echo "no memcpy_mt at $memcpy_mt (make build)"; exit 2; }
 
@@ -40,9 +42,12 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 
-"$py" - "$tmp" "$rounds" "$threads" $sizes <<'PY'
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+thp=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "?")
+"$py" - "$tmp" "$rounds" "$threads" "$cpu, $(nproc) CPUs, THP $thp" $sizes <<'PY'
 import json, statistics, sys
-tmp, rounds, threads, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+tmp, rounds, threads, machine, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+print(f"machine: {machine}")
 def size_text(kib):
     kib = int(kib)
     return f"{kib // 1048576} GiB" if kib >= 1048576 else f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
