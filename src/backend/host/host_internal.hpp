@@ -41,13 +41,6 @@ class HostEvent final : public Event {
   std::shared_ptr<EventState> state_;
 };
 
-// Splits [0, n) into `parts` 64-byte aligned pieces; returns piece `i`.
-struct Piece {
-  Bytes offset = 0;
-  Bytes length = 0;
-};
-Piece piece_of(Bytes n, int i, int parts);
-
 // The direction of a copy between these buffers ("h2d", "d2h", "d2d",
 // "p2p", "h2h") and the factor XFERBENCH_HOST_THROTTLE gives it.
 std::string copy_direction(const Buffer& src, const Buffer& dst);

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 
 #include "core/error.hpp"
@@ -125,10 +126,32 @@ void WorkerPool::stop_all() {
   for (int c : claimed_) all.cpus.erase(std::find(all.cpus.begin(), all.cpus.end(), c));
 }
 
+Piece piece_of(Bytes n, int i, int parts) {
+  const auto p = static_cast<Bytes>(parts);
+  Bytes chunk = (n + p - 1) / p;
+  chunk = (chunk + 63) / 64 * 64;
+  const Bytes begin = std::min(n, chunk * static_cast<Bytes>(i));
+  const Bytes end = std::min(n, begin + chunk);
+  return {begin, end - begin};
+}
+
 void WorkerPool::submit(Part part, Done done) {
   auto job = std::make_shared<Job>();
   job->part = std::move(part);
   job->done = std::move(done);
+  queue(std::move(job));
+}
+
+void WorkerPool::submit_copy(const std::byte* src, std::byte* dst, Bytes n, Done done) {
+  auto job = std::make_shared<Job>();
+  job->src = src;
+  job->dst = dst;
+  job->n = n;
+  job->done = std::move(done);
+  queue(std::move(job));
+}
+
+void WorkerPool::queue(std::shared_ptr<Job> job) {
   job->remaining.store(size(), std::memory_order_relaxed);
   std::lock_guard lock(submit_mutex_);
   if (held_) {
@@ -186,7 +209,12 @@ void WorkerPool::loop(int index) {
         __builtin_prefetch(reinterpret_cast<const char*>(job.get()) + line);
     for (auto& job : mine) {
       try {
-        if (job->part) job->part(index, size());
+        if (job->part) {
+          job->part(index, size());
+        } else if (job->n) {
+          const Piece p = piece_of(job->n, index, size());
+          if (p.length) std::memcpy(job->dst + p.offset, job->src + p.offset, p.length);
+        }
       } catch (const std::exception& e) {
         std::lock_guard lock(job->error_mutex);
         if (job->error.empty()) job->error = e.what();
