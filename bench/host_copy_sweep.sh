@@ -4,8 +4,9 @@
 # invocation, `xferbench copy -t d2d --method dma --threads T` and
 # bench/memcpy_mt with the same T threads, then the same xferbench copy on
 # huge pages (`--host-mem huge`, shown beside, not judged: memcpy_mt's pages
-# are 4 KiB). Rounds alternate the tools and the sizes so drift of the
-# machine hits all of them alike; each round is a tool's median iteration.
+# are 4 KiB). Rounds alternate the sizes and the tools, the tools' order
+# turning each round, so drift of the machine hits all of them alike; each
+# round is a tool's median iteration.
 # Each size is judged on its own: the ratio of the median rounds,
 # xferbench / memcpy_mt, against the target 0.97, with the spread of the
 # rounds (min..max of the per-round ratios) beside it. Exit 1 when a size
@@ -30,15 +31,26 @@ py=/usr/bin/python3
 # Iterations per size: about 0.5 GB moved per run, 5..20000 iterations.
 iters_of() { local n=$(( 512 * 1024 / $1 )); [ "$n" -gt 20000 ] && n=20000; [ "$n" -lt 5 ] && n=5; echo "$n"; }
 
+# One run of one tool at one size, round r.
+run_tool() {
+  local tool=$1 kib=$2 r=$3 n
+  n=$(iters_of "$kib")
+  case $tool in
+  xb) "$xb" copy --backend host -t d2d -s "${kib}K" --threads "$threads" --method dma -w 3 -n "$n" \
+        --format json -o "$tmp/xb_${kib}_$r.json" -q ;;
+  mt) "$memcpy_mt" $((kib * 1024)) "$threads" "$n" >"$tmp/mt_${kib}_$r.json" ;;
+  huge) "$xb" copy --backend host -t d2d -s "${kib}K" --threads "$threads" --method dma -w 3 \
+          -n "$n" --host-mem huge --format json -o "$tmp/huge_${kib}_$r.json" -q || true ;;
+  esac
+}
+
+# The order of the tools turns each round, so none always runs right after
+# another (after the huge-page run, say, while the kernel compacts memory).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tools=(xb mt huge)
 for r in $(seq 1 "$rounds"); do
   for kib in $sizes; do
-    n=$(iters_of "$kib")
-    "$xb" copy --backend host -t d2d -s "${kib}K" --threads "$threads" --method dma -w 3 -n "$n" \
-      --format json -o "$tmp/xb_${kib}_$r.json" -q
-    "$memcpy_mt" $((kib * 1024)) "$threads" "$n" >"$tmp/mt_${kib}_$r.json"
-    "$xb" copy --backend host -t d2d -s "${kib}K" --threads "$threads" --method dma -w 3 -n "$n" \
-      --host-mem huge --format json -o "$tmp/huge_${kib}_$r.json" -q || true
+    for k in 0 1 2; do run_tool "${tools[$(((r + k) % 3))]}" "$kib" "$r"; done
   done
 done
 
