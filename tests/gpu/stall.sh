@@ -17,12 +17,12 @@ fail() { echo "FAIL: $*"; cat "$tmp/err" 2>/dev/null; exit 1; }
 start=$SECONDS
 case $kind in
 copy)
-  XFERBENCH_DEVICE_TIMEOUT=3 XFERBENCH_TEST_STALL=copy timeout 60 "$xb" copy --backend cuda \
-    -t d2d -s 1M,2M -n 2 -w 0 --format json -q -o "$tmp/out.json" 2>"$tmp/err"
+  XFERBENCH_DEVICE_TIMEOUT=3 XFERBENCH_TEST_STALL=copy timeout -k 10 60 "$xb" copy --backend cuda \
+    -t d2d -b 1M -e 2M -f 2 -n 2 -w 0 --format json -q -o "$tmp/out.json" 2>"$tmp/err"
   rc=$?
   ;;
 nccl)
-  XFERBENCH_DEVICE_TIMEOUT=3 XFERBENCH_TEST_STALL=nccl timeout 60 "$mpiexec" -n 1 "$xb" coll \
+  XFERBENCH_DEVICE_TIMEOUT=3 XFERBENCH_TEST_STALL=nccl timeout -k 10 60 "$mpiexec" -n 1 "$xb" coll \
     allreduce --backend cuda -s 1M -n 2 -w 0 --format json -q -o "$tmp/out.json" 2>"$tmp/err"
   rc=$?
   ;;

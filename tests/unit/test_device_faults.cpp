@@ -66,6 +66,17 @@ TEST(DeviceWait, AWaitThatEndsReturnsAndOneThatDoesNotMeetsItsDeadline) {
   EXPECT_THROW(check_device_answers("a read"), DeviceHung);
 }
 
+TEST(NcclRules, OneRankHasNoFp8Average) {
+  for (CollOp op : {CollOp::allreduce, CollOp::reduce, CollOp::reducescatter}) {
+    EXPECT_FALSE(nccl_supports_on(1, op, DType::fp8e4m3, RedOp::avg).ok) << to_string(op);
+    EXPECT_FALSE(nccl_supports_on(1, op, DType::fp8e5m2, RedOp::avg).ok) << to_string(op);
+    EXPECT_TRUE(nccl_supports_on(2, op, DType::fp8e4m3, RedOp::avg).ok) << to_string(op);
+    EXPECT_TRUE(nccl_supports_on(1, op, DType::fp8e4m3, RedOp::sum).ok) << to_string(op);
+    EXPECT_TRUE(nccl_supports_on(1, op, DType::bf16, RedOp::avg).ok) << to_string(op);
+  }
+  EXPECT_TRUE(nccl_supports_on(1, CollOp::allgather, DType::fp8e4m3, RedOp::avg).ok);
+}
+
 TEST(NcclRules, TheLibraryThatRunsDecidesNotTheHeaders) {
   EXPECT_EQ(nccl_version_name(22803), "2.28.3");
   EXPECT_EQ(nccl_version_name(2708), "2.7.8");

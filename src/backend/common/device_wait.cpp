@@ -53,11 +53,17 @@ void check_device_answers(const std::string& what) {
         fmt::format("{} not started: a device stopped answering earlier ({})", what, earlier));
 }
 
-void missed_deadline(const std::string& what, double timeout_s) {
-  const std::string why = fmt::format(
+namespace {
+std::string deadline_reason(const std::string& what, double timeout_s) {
+  return fmt::format(
       "{} did not finish within {:g} s (XFERBENCH_DEVICE_TIMEOUT): the device, its link or a peer "
       "stopped answering",
       what, timeout_s);
+}
+}  // namespace
+
+void missed_deadline(const std::string& what, double timeout_s) {
+  const std::string why = deadline_reason(what, timeout_s);
   note_device_hung(why);
   throw DeviceHung(why);
 }
@@ -73,8 +79,12 @@ void wait_with_deadline(const std::function<bool()>& done, double timeout_s,
   while (!done()) {
     const auto now = Clock::now();
     if (now >= deadline) {
+      // Marked and said first: the clean-up may block on the wedged device
+      // (an NCCL abort frees memory, and a free waits for every kernel).
+      const std::string why = deadline_reason(what, timeout_s);
+      note_device_hung(why);
       if (on_timeout) on_timeout();
-      missed_deadline(what, timeout_s);
+      throw DeviceHung(why);
     }
     if (now - start < std::chrono::seconds(1)) {
       std::this_thread::yield();  // as a spinning synchronize: no wake-up delay on host timing

@@ -31,9 +31,11 @@ class DeviceHung : public RuntimeError {
 double device_timeout_from_env();
 
 // Polls `done` until it returns true (it throws on a device error), for at
-// most `timeout_s`. Past it: `on_timeout` (e.g. abort a communicator),
-// the process is marked (device_hung), a line goes to stderr at once, and
-// DeviceHung is thrown: "<what> did not finish within N s (...)". Once the
+// most `timeout_s`. Past it: the process is marked (device_hung), a line
+// goes to stderr at once, then `on_timeout` runs (e.g. abort a
+// communicator; what may block on the wedged device belongs on a thread of
+// its own, which main's _exit ends), and DeviceHung is thrown: "<what> did
+// not finish within N s (...)". Once the
 // process is marked, throws DeviceHung at once, naming the first miss.
 // Polls with yields for the first second (as a spinning synchronize: a
 // host-timed wait gains no wake-up delay), then sleeps up to 1 ms between

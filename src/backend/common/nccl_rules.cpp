@@ -30,4 +30,12 @@ Support nccl_supports(int version, int min_major, CollOp op, DType t) {
   return Support::yes();
 }
 
+Support nccl_supports_on(int nranks, CollOp op, DType t, RedOp ro) {
+  if (nranks == 1 && ro == RedOp::avg && is_reduction(op) &&
+      (t == DType::fp8e4m3 || t == DType::fp8e5m2))
+    return Support::no(
+        "NCCL has no fp8 avg kernel for one rank (its one-rank path returns invalid argument)");
+  return Support::yes();
+}
+
 }  // namespace xb

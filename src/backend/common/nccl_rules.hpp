@@ -29,6 +29,14 @@ inline constexpr int kNcclGatherScatter = 22803;  // ncclGather, ncclScatter, nc
 //   2.28.3 on refuse only fp8 reductions below sm90.
 Support nccl_supports(int version, int min_major, CollOp op, DType t);
 
+// Whether NCCL runs reduction `op` with `ro` on `t` in a communicator of
+// `nranks`: with one rank, NCCL copies instead of reducing, but for avg on
+// floating types it launches a premultiply kernel, chosen in host code under
+// a test of __CUDA_ARCH__, which host code never defines: its fp8 cases are
+// never compiled, and fp8 avg on one rank is ncclInvalidArgument (seen
+// with 2.28 on an H200; the same code is in 2.24 to 2.30).
+Support nccl_supports_on(int nranks, CollOp op, DType t, RedOp ro);
+
 // Whether gather and scatter are NCCL's own calls in `version`, or grouped
 // sends and receives.
 inline bool nccl_has_gather_scatter(int version) { return version >= kNcclGatherScatter; }

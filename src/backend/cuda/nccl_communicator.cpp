@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include <thread>
+#include <utility>
+
 #include "backend/common/device_communicator.hpp"
 #include "backend/common/device_wait.hpp"
 #include "backend/common/nccl_rules.hpp"
@@ -71,7 +74,10 @@ struct ScratchApi {
     XB_CUDA(cudaMalloc(&p, bytes));
     return p;
   }
-  static void release(void* p) { XB_CUDA(cudaFree(p)); }
+  // After a missed deadline a free would wait for the wedged kernels.
+  static void release(void* p) {
+    if (device_hung().empty()) XB_CUDA(cudaFree(p));
+  }
 };
 
 // Events on the NCCL stream (timing events: no blocking sync flag needed).
@@ -158,8 +164,9 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
   }
 
   std::string name() const override { return "nccl"; }
-  Support supports(CollOp op, DType t, RedOp) const override {
-    return nccl_supports(version_, min_major_, op, t);
+  Support supports(CollOp op, DType t, RedOp ro) const override {
+    if (Support s = nccl_supports(version_, min_major_, op, t); !s.ok) return s;
+    return nccl_supports_on(size_, op, t, ro);
   }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, RedOp op) override {
@@ -279,7 +286,12 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
           return false;
         },
         device_timeout_from_env(), fmt::format("GPU{}'s NCCL collective (rank {})", device_, rank_),
-        abort);
+        [this] {
+          // NCCL's abort frees memory, and a free waits for the wedged
+          // device: it runs on a thread of its own, which main's _exit ends.
+          if (comm_)
+            std::thread([c = std::exchange(comm_, nullptr)] { (void)ncclCommAbort(c); }).detach();
+        });
     drop_graph();
   }
   std::unique_ptr<StreamMarks> stream_marks(int count) override {
