@@ -4,9 +4,11 @@
 # invocation, `xferbench copy -t d2d --method dma --threads T` and
 # bench/memcpy_mt with the same T threads, then the same xferbench copy on
 # huge pages (`--host-mem huge`, shown beside, not judged: memcpy_mt's pages
-# are 4 KiB). Rounds alternate the sizes and the tools, the tools' order
-# turning each round, so drift of the machine hits all of them alike; each
-# round is a tool's median iteration.
+# are 4 KiB), and memcpy_mt a second time: the A/A column, memcpy_mt
+# against itself, shows how far apart two runs of one tool land on this
+# machine (the resolution of the ratio). Rounds alternate the sizes and the
+# tools, the tools' order turning each round, so drift of the machine hits
+# all of them alike; each round is a tool's median iteration.
 # Each size is judged on its own: the ratio of the median rounds,
 # xferbench / memcpy_mt, against the target 0.97, with the spread of the
 # rounds (min..max of the per-round ratios) beside it. Exit 1 when a size
@@ -38,7 +40,7 @@ run_tool() {
   case $tool in
   xb) "$xb" copy --backend host -t d2d -s "${kib}K" --threads "$threads" --method dma -w 3 -n "$n" \
         --format json -o "$tmp/xb_${kib}_$r.json" -q ;;
-  mt) "$memcpy_mt" $((kib * 1024)) "$threads" "$n" >"$tmp/mt_${kib}_$r.json" ;;
+  mt | mt2) "$memcpy_mt" $((kib * 1024)) "$threads" "$n" >"$tmp/${tool}_${kib}_$r.json" ;;
   huge) "$xb" copy --backend host -t d2d -s "${kib}K" --threads "$threads" --method dma -w 3 \
           -n "$n" --host-mem huge --format json -o "$tmp/huge_${kib}_$r.json" -q || true ;;
   esac
@@ -47,10 +49,10 @@ run_tool() {
 # The order of the tools turns each round, so none always runs right after
 # another (after the huge-page run, say, while the kernel compacts memory).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-tools=(xb mt huge)
+tools=(xb mt huge mt2)
 for r in $(seq 1 "$rounds"); do
   for kib in $sizes; do
-    for k in 0 1 2; do run_tool "${tools[$(((r + k) % 3))]}" "$kib" "$r"; done
+    for k in 0 1 2 3; do run_tool "${tools[$(((r + k) % 4))]}" "$kib" "$r"; done
   done
 done
 
@@ -65,16 +67,17 @@ def size_text(kib):
     return f"{kib // 1048576} GiB" if kib >= 1048576 else f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
 print(f"d2d copy, {threads} threads, {rounds} interleaved rounds; GB/s (1e9 B/s, bytes once), "
       "each round a tool's median iteration")
-print(f"{'size':>8} {'xferbench':>10} {'memcpy_mt':>10} {'ratio':>7} {'rounds':>13} {'huge':>8} "
-      f"{'huge/4K':>8}  target 0.97")
+print(f"{'size':>8} {'xferbench':>10} {'memcpy_mt':>10} {'ratio':>7} {'rounds':>13} {'A/A':>6} "
+      f"{'huge':>8} {'huge/4K':>8}  target 0.97")
 worst, missed = float("inf"), []
 for kib in sizes:
-    xb, mt, huge, per_round = [], [], [], []
+    xb, mt, mt2, huge, per_round = [], [], [], [], []
     for r in range(1, rounds + 1):
         d = json.load(open(f"{tmp}/xb_{kib}_{r}.json"))["results"][0]
         assert d["status"] == "ok" and d["verified"], d
         m = json.load(open(f"{tmp}/mt_{kib}_{r}.json"))
         xb.append(d["gbps"]["median"]); mt.append(m["gbps_median"])
+        mt2.append(json.load(open(f"{tmp}/mt2_{kib}_{r}.json"))["gbps_median"])
         per_round.append(xb[-1] / mt[-1])
         try:
             h = json.load(open(f"{tmp}/huge_{kib}_{r}.json"))["results"][0]
@@ -86,8 +89,11 @@ for kib in sizes:
     if ratio < 0.97: missed.append(size_text(kib))
     hx = statistics.median(huge) if huge else float("nan")
     print(f"{size_text(kib):>8} {statistics.median(xb):>10.2f} {statistics.median(mt):>10.2f} "
-          f"{ratio:>7.3f} {min(per_round):>6.3f}..{max(per_round):<6.3f} {hx:>8.2f} "
+          f"{ratio:>7.3f} {min(per_round):>6.3f}..{max(per_round):<6.3f} "
+          f"{statistics.median(mt) / statistics.median(mt2):>6.3f} {hx:>8.2f} "
           f"{hx / statistics.median(xb):>8.3f}  {'PASS' if ratio >= 0.97 else 'MISS'}")
+print("A/A: memcpy_mt against itself, run twice in each round: how far apart two runs of one "
+      "tool land here")
 print("every size at >= 0.97" if not missed else "missed at: " + ", ".join(missed))
 print(f"headline: {worst:.3f}")
 sys.exit(0 if not missed else 1)
