@@ -7,8 +7,8 @@
 # are 4 KiB), and memcpy_mt a second time: the A/A column, memcpy_mt
 # against itself, shows how far apart two runs of one tool land on this
 # machine (the resolution of the ratio). Rounds alternate the sizes and the
-# tools, the tools' order turning each round, so drift of the machine hits
-# all of them alike; each round is a tool's median iteration.
+# tools, in orders that change with the round and the size, so drift of the
+# machine hits all of them alike; each round is a tool's median iteration.
 # Each size is judged on its own: the ratio of the median rounds,
 # xferbench / memcpy_mt, against the target 0.97, with the spread of the
 # rounds (min..max of the per-round ratios) beside it. Exit 1 when a size
@@ -46,17 +46,22 @@ run_tool() {
   esac
 }
 
-# The order of the tools turns each round, so none always runs right after
-# another (after the huge-page run, say, while the kernel compacts memory).
+# The order of the tools changes with the round and the size, by the rows
+# of a balanced Latin square: each tool comes first, and right after each
+# other tool (the huge-page run, while the kernel compacts memory, say),
+# equally often over four rounds.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 tools=(xb mt huge mt2)
+orders=("0 1 3 2" "1 2 0 3" "2 3 1 0" "3 0 2 1")
 for r in $(seq 1 "$rounds"); do
+  s=0
   for kib in $sizes; do
-    for k in 0 1 2 3; do run_tool "${tools[$(((r + k) % 4))]}" "$kib" "$r"; done
+    for k in ${orders[$(((r + s) % 4))]}; do run_tool "${tools[$k]}" "$kib" "$r"; done
+    s=$((s + 1))
   done
 done
 
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 thp=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "?")
 "$py" - "$tmp" "$rounds" "$threads" "$cpu, $(nproc) CPUs, THP $thp" $sizes <<'PY'
 import json, statistics, sys

@@ -40,18 +40,28 @@ int main(int argc, char** argv) {
   // stamps t0 and bumps `go`. It ends when `finished` reaches t*(i+1): the
   // last to finish records the time. Threads spin (pause) in between.
   std::atomic<long> arrived{0}, finished{0}, go{0};
+  // Pause first, then yield, as the engine's workers do: with more threads
+  // than cores a thread waits for one that is not running.
+  auto wait_until = [](auto pred) {
+    for (unsigned k = 0; !pred(); ++k) {
+      if (k < 2000)
+        __builtin_ia32_pause();
+      else
+        std::this_thread::yield();
+    }
+  };
   const std::size_t chunk = (n + t - 1) / t;
   auto worker = [&](int id) {
     const std::size_t b = std::min(n, chunk * id), e = std::min(n, b + chunk);
     for (long i = 0; i < iters + 2; ++i) {  // 2 warm-up iterations
       const long all = t * (i + 1);
       // Every thread waits for the previous iteration's end before arriving.
-      while (finished.load(std::memory_order_acquire) < t * i) __builtin_ia32_pause();
+      wait_until([&] { return finished.load(std::memory_order_acquire) >= t * i; });
       if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == all) {
         t0 = Clock::now();
         go.store(i + 1, std::memory_order_release);
       } else {
-        while (go.load(std::memory_order_acquire) < i + 1) __builtin_ia32_pause();
+        wait_until([&] { return go.load(std::memory_order_acquire) >= i + 1; });
       }
       std::memcpy(dst + b, src + b, e - b);
       if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == all && i >= 2)

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include <system_error>
 #include <thread>
-#include <utility>
 
 #include "backend/common/device_communicator.hpp"
 #include "backend/common/device_wait.hpp"
@@ -289,8 +289,13 @@ class NcclCommunicator final : public DeviceCommunicator<ScratchApi> {
         [this] {
           // NCCL's abort frees memory, and a free waits for the wedged
           // device: it runs on a thread of its own, which main's _exit ends.
-          if (comm_)
-            std::thread([c = std::exchange(comm_, nullptr)] { (void)ncclCommAbort(c); }).detach();
+          if (!comm_) return;
+          try {
+            std::thread([c = comm_] { (void)ncclCommAbort(c); }).detach();
+          } catch (const std::system_error&) {
+            (void)ncclCommAbort(comm_);  // no thread to be had: abort here
+          }
+          comm_ = nullptr;
         });
     drop_graph();
   }

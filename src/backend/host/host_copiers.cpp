@@ -127,12 +127,12 @@ CopyTiming run_gated(const std::set<WorkerPool*>& pools, std::size_t nops,
   int workers = 0;
   for (auto* p : pools) workers += p->size();
   auto gate = std::make_shared<Gate>(workers);
-  for (auto* p : pools) {
-    p->hold();
-    p->submit([gate](int, int) { gate->arrive_and_wait(); });
-  }
   std::vector<std::shared_ptr<EventState>> done;
   try {
+    for (auto* p : pools) {
+      p->hold();
+      p->submit([gate](int, int) { gate->arrive_and_wait(); });
+    }
     for (std::size_t i = 0; i < nops; ++i) done.push_back(queue_op(i));
   } catch (...) {
     for (auto* p : pools) p->discard();  // no worker ever saw the gate

@@ -22,7 +22,8 @@ void bind_current_thread(const std::vector<unsigned>& cpus) {
   (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-// The cores taken by the workers of every pool of this process.
+// The cores taken by the workers of every pool of this process (a core
+// once per worker on it).
 struct Claims {
   std::mutex mutex;
   std::vector<int> cpus;
@@ -37,23 +38,30 @@ Claims& claims() {
 // Two workers on one core copy at one core's speed, and the scheduler may
 // put them there when it wakes them (it parts them only milliseconds later):
 // measured, a 2-worker copy of 4 MiB ran at one core's speed in 7 of 16
-// runs. So each worker takes a core no other worker of this process has:
-// the one the scheduler started it on (it spreads processes too), or the
-// first free one it may use. With more workers than cores, the rest stay on
-// the whole set.
+// runs. So the workers of a pool take distinct cores, each the core the
+// fewest other workers of the process hold: the one the scheduler started
+// it on (it spreads processes too) where that is among them, else the
+// lowest-numbered. With more workers than cores, the rest stay on the
+// whole set.
 void WorkerPool::claim_cpu() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) != 0) return;
   Claims& all = claims();
   std::lock_guard lock(all.mutex);
-  auto free = [&](int c) {
-    return c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed) &&
-           std::find(all.cpus.begin(), all.cpus.end(), c) == all.cpus.end();
-  };
-  int cpu = sched_getcpu();
-  for (int c = 0; !free(cpu) && c < CPU_SETSIZE; ++c) cpu = c;
-  if (!free(cpu)) return;
+  const int started = sched_getcpu();
+  int cpu = -1;
+  long fewest = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &allowed) || std::find(claimed_.begin(), claimed_.end(), c) != claimed_.end())
+      continue;  // not ours to take, or a sibling's
+    const long held = std::count(all.cpus.begin(), all.cpus.end(), c);
+    if (cpu < 0 || held < fewest || (held == fewest && c == started)) {
+      cpu = c;
+      fewest = held;
+    }
+  }
+  if (cpu < 0) return;
   all.cpus.push_back(cpu);
   claimed_.push_back(cpu);
   cpu_set_t one;

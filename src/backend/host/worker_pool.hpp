@@ -30,8 +30,10 @@ class WorkerPool {
   using Done = std::function<void(const std::string& error)>;
 
   // Starts n >= 1 workers, each bound to `cpus` (OS cpu numbers; empty: no
-  // binding), then to a core among them that no other worker of the process
-  // has taken, while there are such cores.
+  // binding), then to a core of its own among them (the one fewest other
+  // workers of the process hold), where there are enough cores.
+  // A pool has one issuer at a time: hold/release and the batches between
+  // them belong to the pool, not to a caller.
   // Throws RuntimeError when a thread cannot be created.
   WorkerPool(int n, const std::vector<unsigned>& cpus);
   ~WorkerPool();
