@@ -94,12 +94,7 @@ void HostStream::copy_async(const Buffer& src, Bytes src_off, Buffer& dst, Bytes
     engine_.submit_copy(s, d, n, corrupted(src, dst, d, n));
     return;
   }
-  engine_.submit(throttled(
-                     [s, d, n](int w, int nw) {
-                       const Piece p = piece_of(n, w, nw);
-                       if (p.length) std::memcpy(d + p.offset, s + p.offset, p.length);
-                     },
-                     f),
+  engine_.submit(throttled([s, d, n](int w, int nw) { copy_piece(s, d, n, w, nw); }, f),
                  corrupted(src, dst, d, n));
 }
 

@@ -143,6 +143,11 @@ Piece piece_of(Bytes n, int i, int parts) {
   return {begin, end - begin};
 }
 
+void copy_piece(const std::byte* src, std::byte* dst, Bytes n, int w, int nw) {
+  const Piece p = piece_of(n, w, nw);
+  if (p.length) std::memcpy(dst + p.offset, src + p.offset, p.length);
+}
+
 void WorkerPool::submit(Part part, Done done) {
   auto job = std::make_shared<Job>();
   job->part = std::move(part);
@@ -220,8 +225,7 @@ void WorkerPool::loop(int index) {
         if (job->part) {
           job->part(index, size());
         } else if (job->n) {
-          const Piece p = piece_of(job->n, index, size());
-          if (p.length) std::memcpy(job->dst + p.offset, job->src + p.offset, p.length);
+          copy_piece(job->src, job->dst, job->n, index, size());
         }
       } catch (const std::exception& e) {
         std::lock_guard lock(job->error_mutex);

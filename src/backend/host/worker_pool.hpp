@@ -23,6 +23,8 @@ struct Piece {
   Bytes length = 0;
 };
 Piece piece_of(Bytes n, int i, int parts);
+// Worker w's part of copying n bytes from src to dst over nw workers.
+void copy_piece(const std::byte* src, std::byte* dst, Bytes n, int w, int nw);
 
 class WorkerPool {
  public:
