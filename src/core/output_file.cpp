@@ -46,17 +46,23 @@ bool write_all(int fd, const std::string& text) {
 
 std::atomic<unsigned> g_serial{0};  // temporary names of this process
 
-// A new file's name beside `target`: hidden, unique to this process.
-std::string temp_beside(const std::string& target, const char* what) {
-  return fmt::format("{}/.{}.{}.{}.{}", folder_of(target), fs::path(target).filename().string(),
-                     what, getpid(), g_serial.fetch_add(1));
+// A new file beside `target`, hidden, created here (O_EXCL): its descriptor
+// (-1 with errno) and its name in `name`. A name met already, a file that a
+// killed run of an earlier process with this id left, is passed over.
+int create_beside(const std::string& target, const char* what, mode_t mode, std::string& name) {
+  for (int tries = 0;; ++tries) {
+    name = fmt::format("{}/.{}.{}.{}.{}", folder_of(target), fs::path(target).filename().string(),
+                       what, getpid(), g_serial.fetch_add(1));
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST || tries == 1000) return fd;
+  }
 }
 
 // Whether a file can be created in `path`'s folder (the real test: access()
 // says yes to root in /proc, and knows nothing of read-only mounts): "" or why.
 std::string can_create_beside(const std::string& path) {
-  const std::string probe = temp_beside(path, "probe");
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  std::string probe;
+  const int fd = create_beside(path, "probe", 0600, probe);
   if (fd < 0) return std::strerror(errno);
   ::close(fd);
   ::unlink(probe.c_str());
@@ -103,10 +109,10 @@ bool replaced_whole(const std::string& path) {
 
 std::string replace_file(const std::string& path, const std::string& text) {
   const std::string target = target_of(path);
-  const std::string tmp = temp_beside(target, "tmp");
   struct stat old {};
   const bool existed = ::stat(target.c_str(), &old) == 0;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  std::string tmp;
+  const int fd = create_beside(target, "tmp", 0666, tmp);
   if (fd < 0) {
     if (existed && (errno == EACCES || errno == EPERM || errno == EROFS))
       return write_in_place(target, text);  // the file is writable, its folder is not

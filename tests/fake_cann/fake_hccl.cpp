@@ -53,6 +53,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -211,9 +212,15 @@ int HcclGetRootInfo(void* info) {
   if (!info) return kPara;
   const int device = fake_acl_current_device();
   if (device < 0) return kRuntime;  // no current NPU: nothing to root on
+  // The name is unique beyond this process: a process id comes back in a
+  // long run, and a segment that a killed process left (if it died before
+  // its init's barrier) must never be met again, with its ranks' counts.
+  static const unsigned long long nonce =
+      (static_cast<unsigned long long>(std::random_device{}()) << 32) ^ std::random_device{}();
   static int counter = 0;
   std::memset(info, 0, kRootInfoBytes);
-  std::snprintf(static_cast<char*>(info), kTailAt, "/xb_fake_hccl_%d_%d", getpid(), counter++);
+  std::snprintf(static_cast<char*>(info), kTailAt, "/xb_fake_hccl_%d_%d_%016llx", getpid(),
+                counter++, nonce);
   const RootInfoTail tail{getpid(), device};
   std::memcpy(static_cast<char*>(info) + kTailAt, &tail, sizeof tail);
   return kOk;
@@ -250,7 +257,12 @@ int HcclCommInitRootInfo(std::uint32_t n, const void* info, std::uint32_t rank, 
   c->header = static_cast<Header*>(p);
   c->slots = static_cast<char*>(p) + kHeaderBytes;
   *comm = c;
-  return barrier(*c);
+  // Every rank maps the segment before it meets this barrier: past it (or at
+  // its deadline) the name has served, and it goes, so a process killed
+  // later leaves nothing in /dev/shm.
+  const int r = barrier(*c);
+  shm_unlink(c->name.c_str());
+  return r;
 }
 
 int HcclCommDestroy(void* comm) {
@@ -262,7 +274,6 @@ int HcclCommDestroy(void* comm) {
   }
   const int r = barrier(*c);
   munmap(c->header, c->mapped);
-  if (c->rank == 0) shm_unlink(c->name.c_str());
   delete c;
   return r;
 }

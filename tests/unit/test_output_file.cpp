@@ -73,6 +73,25 @@ TEST(OutputFile, ReplacedWholeKeepingItsMode) {
   EXPECT_FALSE(replaced_whole("/dev/null"));  // a device is written in place
 }
 
+// A run killed while it wrote leaves its hidden temporary file; a later
+// process may get the same id, and then meets those names: it passes over
+// them (before, "File exists" and the document unwritten).
+TEST(OutputFile, ATemporaryFileLeftByAnEarlierProcessIsPassedOver) {
+  Folder f;
+  const std::string p = f.at("doc.json");
+  for (int serial = 0; serial < 200; ++serial)
+    for (const char* what : {"tmp", "probe"})
+      std::ofstream(f.at(("." + std::string("doc.json.") + what + "." + std::to_string(getpid()) +
+                          "." + std::to_string(serial))
+                             .c_str()))
+          << "left";
+  const std::size_t left = f.entries();
+  EXPECT_EQ(output_problem(p), "");
+  EXPECT_EQ(replace_file(p, "new"), "");
+  EXPECT_EQ(read(p), "new");
+  EXPECT_EQ(f.entries(), left + 1);  // the document, nothing of its own left
+}
+
 TEST(OutputFile, ThroughALinkTheTargetIsReplaced) {
   Folder f;
   const std::string target = f.at("target.json"), link = f.at("link.json");
