@@ -37,11 +37,16 @@ TEST(DeviceWait, AWaitThatEndsReturnsAndOneThatDoesNotMeetsItsDeadline) {
   EXPECT_EQ(device_hung(), "");
 
   // A stalled query (a stream that never finishes): the deadline ends it,
-  // on_timeout runs first (NCCL aborts its communicator there).
-  bool aborted = false;
+  // the process is marked, then on_timeout runs (NCCL aborts its
+  // communicator there, and that may block on the wedged device).
+  bool aborted = false, marked_first = false;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    wait_with_deadline([] { return false; }, 0.2, "GPU7's work", [&] { aborted = true; });
+    wait_with_deadline([] { return false; }, 0.2, "GPU7's work",
+                       [&] {
+                         aborted = true;
+                         marked_first = !device_hung().empty();
+                       });
     FAIL() << "a wait that never ends must throw";
   } catch (const DeviceHung& e) {
     EXPECT_NE(std::string(e.what()).find("GPU7's work did not finish within 0.2 s "
@@ -53,6 +58,7 @@ TEST(DeviceWait, AWaitThatEndsReturnsAndOneThatDoesNotMeetsItsDeadline) {
   EXPECT_GE(took, 0.2);
   EXPECT_LT(took, 2.0);
   EXPECT_TRUE(aborted);
+  EXPECT_TRUE(marked_first);
   // The process is marked: later waits and blocking calls fail at once,
   // naming the first miss, and a DeviceHung is a RuntimeError (a failed record).
   EXPECT_NE(device_hung().find("GPU7's work"), std::string::npos);

@@ -81,9 +81,8 @@ TEST(OutputFile, ATemporaryFileLeftByAnEarlierProcessIsPassedOver) {
   const std::string p = f.at("doc.json");
   for (int serial = 0; serial < 200; ++serial)
     for (const char* what : {"tmp", "probe"})
-      std::ofstream(f.at(("." + std::string("doc.json.") + what + "." + std::to_string(getpid()) +
-                          "." + std::to_string(serial))
-                             .c_str()))
+      std::ofstream(f.dir / (".doc.json." + std::string(what) + "." + std::to_string(getpid()) +
+                             "." + std::to_string(serial)))
           << "left";
   const std::size_t left = f.entries();
   EXPECT_EQ(output_problem(p), "");

@@ -53,18 +53,16 @@ void check_device_answers(const std::string& what) {
         fmt::format("{} not started: a device stopped answering earlier ({})", what, earlier));
 }
 
-namespace {
-std::string deadline_reason(const std::string& what, double timeout_s) {
-  return fmt::format(
+void missed_deadline(const std::string& what, double timeout_s,
+                     const std::function<void()>& clean_up) {
+  const std::string why = fmt::format(
       "{} did not finish within {:g} s (XFERBENCH_DEVICE_TIMEOUT): the device, its link or a peer "
       "stopped answering",
       what, timeout_s);
-}
-}  // namespace
-
-void missed_deadline(const std::string& what, double timeout_s) {
-  const std::string why = deadline_reason(what, timeout_s);
+  // Marked and said first: the clean-up may block on the wedged device
+  // (an NCCL abort frees memory, and a free waits for every kernel).
   note_device_hung(why);
+  if (clean_up) clean_up();
   throw DeviceHung(why);
 }
 
@@ -78,14 +76,7 @@ void wait_with_deadline(const std::function<bool()>& done, double timeout_s,
   auto nap = std::chrono::microseconds(20);
   while (!done()) {
     const auto now = Clock::now();
-    if (now >= deadline) {
-      // Marked and said first: the clean-up may block on the wedged device
-      // (an NCCL abort frees memory, and a free waits for every kernel).
-      const std::string why = deadline_reason(what, timeout_s);
-      note_device_hung(why);
-      if (on_timeout) on_timeout();
-      throw DeviceHung(why);
-    }
+    if (now >= deadline) missed_deadline(what, timeout_s, on_timeout);
     if (now - start < std::chrono::seconds(1)) {
       std::this_thread::yield();  // as a spinning synchronize: no wake-up delay on host timing
     } else {

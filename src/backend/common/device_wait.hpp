@@ -43,10 +43,12 @@ double device_timeout_from_env();
 void wait_with_deadline(const std::function<bool()>& done, double timeout_s,
                         const std::string& what, const std::function<void()>& on_timeout = {});
 
-// What wait_with_deadline does past the deadline, for a runtime's own
+// What wait_with_deadline does past the deadline, also for a runtime's own
 // bounded wait that timed out (aclrtSynchronizeStreamWithTimeout): marks
-// the process, says so on stderr, throws DeviceHung.
-[[noreturn]] void missed_deadline(const std::string& what, double timeout_s);
+// the process, says so on stderr, runs `clean_up` (if any), throws
+// DeviceHung.
+[[noreturn]] void missed_deadline(const std::string& what, double timeout_s,
+                                  const std::function<void()>& clean_up = {});
 
 // Throws DeviceHung once the process is marked: for the blocking calls
 // that have no query to poll (a synchronous copy, a free), which must not
