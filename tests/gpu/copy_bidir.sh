@@ -6,9 +6,10 @@
 # >= 1.25 x with --method core, where each direction has half the SMs and
 # the h2d kernels' reads share the link with the d2h writes (1.40-1.49 x
 # on an H200, PCIe Gen5). Legs run one after another would give about
-# 1.0 x (the harmonic mean of the two), so either line tells them apart. SM kernels that cannot all be
-# resident at once make a `waived` record saying so, which passes. Where no
-# GPU is usable, exit 77 with gpu_cli.sh's reason.
+# 1.0 x (the harmonic mean of the two), so either line tells them apart.
+# SM kernels that cannot all be resident at once make a `waived` record
+# saying so, which passes. Where no GPU is usable, exit 77 with
+# gpu_cli.sh's reason.
 xb=$1
 shift
 here=$(dirname "$0")
