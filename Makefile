@@ -3,12 +3,19 @@
 #               sudo only when something is missing), configure, build, run the default
 #               suite (host backend). `make build` stops after the build.
 #   make test   the same, plus the test, lint and scheduler tools (install-deps.sh test),
-#               the build again with warnings as errors and the tests on, then every pass
-#               of the test suite, in this order:
-#                 lint             the format check and clang-tidy over the tree (make lint)
-#                 test-release     the whole suite on the release build (build/default)
-#                 test-fake-accel  the suite again with a fake Ascend runtime first in `auto`
-#                 test-asan        the suite on an ASan + UBSan build (build/asan)
+#               then these stages in order (scripts/test-stages.sh prints each one's time
+#               against its share of the 2,700 s budget, and the 30 slowest tests):
+#                 build-release    the user's build (build/default) with warnings as errors:
+#                                  the binary, bench/ and the GPU tests (not the unit tests)
+#                 lint-netns       the format check and clang-tidy (make lint) at the lowest
+#                                  CPU priority beside the netns tests of the release build,
+#                                  which wait on shaped links with the CPUs mostly idle
+#                 test-release     the rest of the release build's tests: labels slurm,
+#                                  install, gpu and release (the manual's examples, what
+#                                  cannot run beside the fake CANN)
+#                 test-asan        every other test, once, on an ASan + UBSan build
+#                                  (build/asan), with the fake CANN of tests/fake_cann
+#                                  installed so `auto` finds an accelerator first
 #                 test-tsan        the threaded tests on a ThreadSanitizer build (build/tsan)
 #                 test-openmpi     the multi-rank tests of every family again, built against
 #                                  Open MPI and run under its mpirun (build/openmpi)
@@ -24,7 +31,7 @@ XB := $(BUILD)/xferbench
 NVBANDWIDTH ?=
 NCCL_TESTS ?=
 
-.PHONY: all deps deps-test configure configure-dev build build-dev run test test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz fuzz \
+.PHONY: all deps deps-test configure configure-dev build build-dev build-release run test test-release test-release-all lint-netns test-asan test-tsan test-openmpi test-fuzz fuzz \
 	fuzz-build bench bench-fleet format check-format tidy lint clean
 
 all: build
@@ -60,15 +67,34 @@ run: build
 	$(XB) coll allreduce --backend host -b 64K -e 4M --ranks 2
 	$(XB) engine selftest
 
-test: lint test-release test-fake-accel test-asan test-tsan test-openmpi test-fuzz
+# Each stage with its share of the budget in seconds (CONTRIBUTING.md, "Build and test").
+TEST_STAGES := build-release:450 lint-netns:650 test-release:250 test-asan:1500 test-tsan:450 \
+	test-openmpi:150 test-fuzz:150
+test:
+	@scripts/test-stages.sh $(TEST_STAGES)
 
-test-release: build-dev
-	ctest --preset $(PRESET) -j2
+# Each pass writes build/junit-<pass>.xml (scripts/slowest_tests.py reads them).
+JUNIT = --output-junit $(CURDIR)/build/junit-$(1).xml
 
-# The suite again with a fake Ascend runtime installed, so `auto` picks an
-# accelerator first: proves no test takes `auto` to mean the host.
-test-fake-accel: build-dev
-	ASCEND_HOME_PATH=$(CURDIR)/$(BUILD)/tests/fake_cann ctest --preset $(PRESET) -j2 -LE "netns|slurm|install"
+# The release build's own tests: those no other pass runs (labels netns, slurm, install, gpu
+# and release); every other test runs once, on the ASan build.
+RELEASE_LABELS := netns|slurm|install|gpu|release
+build-release: configure-dev
+	cmake --build --preset $(PRESET) --target xferbench_release_suite
+
+test-release-all: build-release
+	ctest --preset $(PRESET) -j2 -L "$(RELEASE_LABELS)" $(call JUNIT,release)
+
+lint-netns: build-release check-format
+	@echo "lint-netns: clang-tidy at nice 19 beside the netns tests (its findings: build/tidy.log)"
+	@nice -n 19 scripts/tidy.sh $(BUILD) >build/tidy.log 2>&1 & tidy=$$!; \
+	ctest --preset $(PRESET) -j2 -L netns $(call JUNIT,netns); rc=$$?; \
+	wait $$tidy; trc=$$?; cat build/tidy.log; \
+	[ $$trc -eq 0 ] || echo "lint-netns: clang-tidy found problems (above)" >&2; \
+	[ $$rc -eq 0 ] && [ $$trc -eq 0 ]
+
+test-release: build-release
+	ctest --preset $(PRESET) -j2 -L "slurm|install|gpu|release" $(call JUNIT,release)
 
 # HWLOC_COMPONENTS=-pci,-opencl (the asan test preset): hwloc's pci plugin,
 # which Open MPI and libpmix2 pull in (libhwloc-plugins), leaks inside
@@ -77,10 +103,13 @@ test-fake-accel: build-dev
 # pull in) makes LeakSanitizer's own tracer die (signal 11) at the exit of a
 # process that also loaded the CUDA runtime (`topo` under `auto`). The pass
 # runs as it does where the plugins are absent, LeakSanitizer on for all.
+# With the fake CANN runtime installed (ASCEND_HOME_PATH), so `auto` picks an accelerator
+# first: proves no test takes `auto` to mean the host (tests labelled release cannot run so).
 test-asan: deps-test
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan
-	ctest --preset asan -j2 -LE "netns|slurm|install"
+	ASCEND_HOME_PATH=$(CURDIR)/build/asan/tests/fake_cann \
+	  ctest --preset asan -j2 -LE "$(RELEASE_LABELS)" $(call JUNIT,asan)
 
 # ThreadSanitizer: the threaded tests (the host copiers' worker pool, the
 # liveness watch and its sockets, gemm-ar's crew, the engine server and its
@@ -94,7 +123,7 @@ test-tsan: deps-test
 	@test -f build/tsan/build.ninja || cmake --preset tsan
 	cmake --build --preset tsan
 	@rm -rf $(TSAN_REPORTS)
-	@ctest --preset tsan -j2; rc=$$?; \
+	@ctest --preset tsan -j2 $(call JUNIT,tsan); rc=$$?; \
 	if ls $(TSAN_REPORTS)/* >/dev/null 2>&1; then \
 	  cat $(TSAN_REPORTS)/*; echo "test-tsan: ThreadSanitizer reports above (in $(TSAN_REPORTS))" >&2; exit 1; \
 	fi; exit $$rc
@@ -107,7 +136,7 @@ test-tsan: deps-test
 test-openmpi: deps-test
 	@test -f build/openmpi/build.ninja || cmake --preset openmpi $(DEV_CACHE)
 	cmake --build --preset openmpi
-	ctest --preset openmpi -j2
+	ctest --preset openmpi -j2 $(call JUNIT,openmpi)
 
 # libFuzzer targets (fuzz/): their own clang build in build/fuzz, only the
 # sources each parser needs. `make fuzz` runs each target FUZZ_SECONDS on a
