@@ -5,12 +5,10 @@
 #   make test   the same, plus the test, lint and scheduler tools (install-deps.sh test),
 #               then these stages in order (scripts/test-stages.sh prints each one's time
 #               against its share of the 2,700 s budget, and the 30 slowest tests):
+#                 lint             the format check and clang-tidy over the tree (make lint)
 #                 build-release    the user's build (build/default) with warnings as errors:
 #                                  the binary, bench/ and the GPU tests (not the unit tests)
-#                 lint-netns       the format check and clang-tidy (make lint) at the lowest
-#                                  CPU priority beside the netns tests of the release build,
-#                                  which wait on shaped links with the CPUs mostly idle
-#                 test-release     the rest of the release build's tests: labels slurm,
+#                 test-release     the release build's own tests: labels netns, slurm,
 #                                  install, gpu and release (the manual's examples, what
 #                                  cannot run beside the fake CANN)
 #                 test-asan        every other test, once, on an ASan + UBSan build
@@ -31,7 +29,7 @@ XB := $(BUILD)/xferbench
 NVBANDWIDTH ?=
 NCCL_TESTS ?=
 
-.PHONY: all deps deps-test configure configure-dev build build-dev build-release run test test-release test-release-all lint-netns test-asan test-tsan test-openmpi test-fuzz fuzz \
+.PHONY: all deps deps-test configure configure-dev build build-dev build-release run test test-release test-asan test-tsan test-openmpi test-fuzz fuzz \
 	fuzz-build bench bench-fleet format check-format tidy lint clean
 
 all: build
@@ -68,9 +66,9 @@ run: build
 	$(XB) engine selftest
 
 # Each stage with its share of the budget in seconds (CONTRIBUTING.md, "Build and test").
-TEST_STAGES := build-release:450 lint-netns:650 test-release:250 test-asan:1500 test-tsan:450 \
+TEST_STAGES := lint:600 build-release:450 test-release:700 test-asan:1500 test-tsan:450 \
 	test-openmpi:150 test-fuzz:150
-test:
+test: deps-test
 	@scripts/test-stages.sh $(TEST_STAGES)
 
 # Each pass writes build/junit-<pass>.xml (scripts/slowest_tests.py reads them).
@@ -82,27 +80,9 @@ RELEASE_LABELS := netns|slurm|install|gpu|release
 build-release: configure-dev
 	cmake --build --preset $(PRESET) --target xferbench_release_suite
 
-test-release-all: build-release
+test-release: build-release
 	ctest --preset $(PRESET) -j2 -L "$(RELEASE_LABELS)" $(call JUNIT,release)
 
-lint-netns: build-release check-format
-	@echo "lint-netns: clang-tidy at nice 19 beside the netns tests (its findings: build/tidy.log)"
-	@nice -n 19 scripts/tidy.sh $(BUILD) >build/tidy.log 2>&1 & tidy=$$!; \
-	ctest --preset $(PRESET) -j2 -L netns $(call JUNIT,netns); rc=$$?; \
-	wait $$tidy; trc=$$?; cat build/tidy.log; \
-	[ $$trc -eq 0 ] || echo "lint-netns: clang-tidy found problems (above)" >&2; \
-	[ $$rc -eq 0 ] && [ $$trc -eq 0 ]
-
-test-release: build-release
-	ctest --preset $(PRESET) -j2 -L "slurm|install|gpu|release" $(call JUNIT,release)
-
-# HWLOC_COMPONENTS=-pci,-opencl (the asan test preset): hwloc's pci plugin,
-# which Open MPI and libpmix2 pull in (libhwloc-plugins), leaks inside
-# libpciaccess and is unloaded before LeakSanitizer reports, so no suppression
-# can name it; its opencl plugin (with ocl-icd-libopencl1, which the plugins
-# pull in) makes LeakSanitizer's own tracer die (signal 11) at the exit of a
-# process that also loaded the CUDA runtime (`topo` under `auto`). The pass
-# runs as it does where the plugins are absent, LeakSanitizer on for all.
 # With the fake CANN runtime installed (ASCEND_HOME_PATH), so `auto` picks an accelerator
 # first: proves no test takes `auto` to mean the host (tests labelled release cannot run so).
 test-asan: deps-test

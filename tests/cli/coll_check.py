@@ -58,7 +58,7 @@ elif case in ("ranks5", "ranks3"):
     n = int(case[-1])
     split = {"allgather", "reducescatter", "alltoall", "gather", "scatter"}
     if n == 5:
-        doc = run(5, [",".join(sorted(split)), "-b", "8", "-e", "1M", "-n", "2", "-w", "1"])
+        doc = run(5, [",".join(sorted(split)), "-b", "8", "-e", "1M", "-f", "4", "-n", "1", "-w", "0"])
     else:
         doc = run(3, ["all", "-b", "4K", "-e", "1M", "-f", "4", "-n", "2", "-w", "1"])
     assert doc["env"]["ranks"] == n, doc["env"]

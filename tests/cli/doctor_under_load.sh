@@ -55,7 +55,7 @@ for i in $(seq 1 "$RUNS"); do
     { echo "FAIL healthy_$i: the noise rows do not name the load"; failed=$((failed + 1)); }
 done
 fault slow_device 1 "devices +(h2d|d2h|d2d) device 1 (dma|core) +FAIL .*device 1 is at [0-9]+ % of its peers" \
-  XFERBENCH_HOST_DEVICES=2 XFERBENCH_HOST_THROTTLE=1:0.25 "$XB" doctor --quick --backend host
+  XFERBENCH_HOST_DEVICES=2 XFERBENCH_HOST_THROTTLE=1:0.25 "$XB" doctor --quick --backend host --checks devices
 fault slow_direction 1 "direction +device 0 (dma|core) +FAIL .*h2d is [0-9]+ % below d2h on device 0" \
   XFERBENCH_HOST_DEVICES=2 XFERBENCH_HOST_THROTTLE=0:0.25:h2d "$XB" doctor --quick --backend host \
   --checks direction

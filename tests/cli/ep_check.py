@@ -47,7 +47,7 @@ def exact(r):
 
 
 if case == "default4":
-    doc = run(4, [])
+    doc = run(4, ["-n", "3", "-w", "1"])  # the ladder and exactness, not the iteration count
     recs = doc["results"]
     assert len(recs) == 30, len(recs)
     ladder = sorted({r["tokens"] for r in recs})

@@ -38,7 +38,7 @@ esac
 
 for rep in $(seq "$reps"); do
   XFERBENCH_HOST_CORRUPT=$corrupt XFERBENCH_HOST_THROTTLE=$throttle "$mpiexec" -n 5 "$xb" fleet \
-    --backend host -s 8M -n 3 \
+    --backend host -s 8M -n 3 -w 0 \
     --pings 50 --concurrency 1 --passes 2 --threshold 0.1 --no-census --format json $extra \
     -o "$tmp/f.json" >"$tmp/out" 2>&1
   rc=$?

@@ -111,7 +111,7 @@ case $scenario in
     ;;
   kv_model_sigint_ranks)  # kv --model journals each (isl, burst, op) as it ends
     start json "$xb" kv --ranks 2 --backend host --model llama-3.1-8b --tp 2 --page-tokens 16 \
-      --isl 64,128,256,512,1024,2048,4096,8192 --burst 1,2,4 --op both -n 50
+      --isl 64,128,256,512,1024,2048 --burst 1,2,4 --op both -n 50
     kill -INT $pid
     finish 130 SIGINT
     ;;

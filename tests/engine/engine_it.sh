@@ -411,7 +411,7 @@ PY
   for bad in $((port + 1)) $((port + 2)); do
     start=$(date +%s)
     timeout 60 "$xb" engine client --connect 127.0.0.1:$port,127.0.0.1:$bad --token-file "$tmp/tok" \
-      -t 4M -k 1M >"$tmp/out.log" 2>"$tmp/err.log"
+      -t 4M -k 1M --connect-timeout 3 >"$tmp/out.log" 2>"$tmp/err.log"
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "fan-out with a hostile server at $bad: exit $rc"
     [ $(( $(date +%s) - start )) -lt 40 ] || fail "fan-out with a hostile server took too long"
