@@ -20,8 +20,10 @@ rc=0
 mkdir -p build
 rm -f build/junit-*.xml
 for spec in "$@"; do
-  name=${spec%%:*} share=${spec#*:}
-  names+=("$name") shares+=("$share")
+  names+=("${spec%%:*}") shares+=("${spec#*:}")
+done
+for i in "${!names[@]}"; do
+  name=${names[$i]} share=${shares[$i]}
   echo "== make test: $name (its share: ${share} s)"
   t0=$SECONDS
   "$make" --no-print-directory "$name"
