@@ -12,9 +12,9 @@
 #                                  install, gpu and release (the manual's examples, what
 #                                  cannot run beside the fake CANN)
 #                 test-asan        every other test, once, on an ASan + UBSan build
-#                                  (build/asan), with the fake CANN of tests/fake_cann
+#                                  (build/asan, clang), with the fake CANN of tests/fake_cann
 #                                  installed so `auto` finds an accelerator first
-#                 test-tsan        the threaded tests on a ThreadSanitizer build (build/tsan)
+#                 test-tsan        the threaded tests on a ThreadSanitizer build (build/tsan, clang)
 #                 test-openmpi     the multi-rank tests of every family again, built against
 #                                  Open MPI and run under its mpirun (build/openmpi)
 #                 test-fuzz        each libFuzzer target for a few seconds (build/fuzz)

@@ -60,7 +60,7 @@ const BackendStatus* find_status(const std::vector<BackendStatus>& all, const st
 // Every rank walks the same candidates and agrees at each step, so all take
 // the same backend (or all fail alike) even where their nodes differ.
 ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt) {
-  return choose_backend(f, name, rt, probe_backends());
+  return choose_backend(f, name, rt, name == "auto" ? probe_backends() : probe_backend(name));
 }
 
 ChosenBackend choose_backend(const Family& f, const std::string& name, Runtime* rt,

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "core/sysinfo.hpp"
 #include "runtime/liveness.hpp"
 #include "runtime/mpi_check.hpp"
 #include "runtime/runtime.hpp"
@@ -209,12 +210,18 @@ void wait_idle(MPI_Request& req, const char* what) {
   }
 }
 
-// Waits for `req` polling without a pause, calling `progress` between polls.
+// More ranks on this node than CPUs they may run on (set once MPI is up): a rank that
+// polls then holds a CPU that the rank it waits for needs, so it yields between polls.
+bool g_oversubscribed = false;
+
+// Waits for `req` polling without a pause, calling `progress` between polls (yielding the
+// CPU between them where the node is oversubscribed).
 template <class Progress>
 void wait_spin(MPI_Request& req, const Progress& progress) {
   for (int done = 0; !done;) {
     progress();
     mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!done && g_oversubscribed) std::this_thread::yield();
   }
 }
 
@@ -228,6 +235,7 @@ class MpiTransfer final : public Runtime::Transfer {
     if (req_ == MPI_REQUEST_NULL) return true;
     int flag = 0;
     mpi_check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    if (flag == 0 && g_oversubscribed) std::this_thread::yield();  // as wait_spin
     return flag != 0;
   }
   // MPI_Cancel, then up to 200 ms for the request to finish either way.
@@ -274,6 +282,7 @@ class MpiRuntime final : public Runtime {
     MPI_Comm_rank(node_, &local_rank_);
     node_leader_ = rank_;
     MPI_Allreduce(MPI_IN_PLACE, &node_leader_, 1, MPI_INT, MPI_MIN, node_);
+    g_oversubscribed = static_cast<std::size_t>(node_size) > allowed_cpus().size();
     int all_local = node_size == size_ ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     single_host_ = all_local == 1;

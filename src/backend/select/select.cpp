@@ -84,11 +84,17 @@ const CudaModuleLoad& cuda_module() {
 // `auto` prefers an accelerator, then the host.
 std::vector<BackendStatus> probe_backends() {
   std::vector<BackendStatus> out;
-  const CudaModuleLoad& cuda = cuda_module();
-  out.push_back(cuda.module ? cuda.module->probe() : BackendStatus{"cuda", false, cuda.why});
-  out.push_back(probe_ascend());
-  out.push_back({"host", true, ""});
+  for (const char* name : {"cuda", "ascend", "host"})
+    for (auto& s : probe_backend(name)) out.push_back(std::move(s));
   return out;
+}
+
+std::vector<BackendStatus> probe_backend(const std::string& name) {
+  if (name == "host") return {{"host", true, ""}};
+  if (name == "ascend") return {probe_ascend()};
+  if (name != "cuda") return {};
+  const CudaModuleLoad& cuda = cuda_module();
+  return {cuda.module ? cuda.module->probe() : BackendStatus{"cuda", false, cuda.why}};
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {

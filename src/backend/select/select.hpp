@@ -12,6 +12,11 @@ namespace xb {
 // Backends compiled into this binary, in `auto` preference order.
 std::vector<BackendStatus> probe_backends();
 
+// The one backend `name` names, as probe_backends() lists it (none for a name it does not
+// list): a run that names its backend loads no other vendor's runtime (`--backend host`
+// starts without CUDA's libraries, which cost a tenth of a second to load).
+std::vector<BackendStatus> probe_backend(const std::string& name);
+
 // "host", "auto" (first available). Throws UsageError for an unknown or
 // unavailable name, with the reason.
 std::unique_ptr<Backend> make_backend(const std::string& name);
