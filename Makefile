@@ -66,8 +66,8 @@ run: build
 	$(XB) engine selftest
 
 # Each stage with its share of the budget in seconds (CONTRIBUTING.md, "Build and test").
-TEST_STAGES := lint:600 build-release:450 test-release:700 test-asan:1500 test-tsan:450 \
-	test-openmpi:150 test-fuzz:150
+TEST_STAGES := lint:450 build-release:350 test-release:600 test-asan:900 test-tsan:200 \
+	test-openmpi:100 test-fuzz:100
 test: deps-test
 	@scripts/test-stages.sh $(TEST_STAGES)
 
