@@ -1,10 +1,12 @@
 // The MPI runtime (MPICH, Open MPI): world communicator, shared-memory and RMA windows.
 #include <fmt/format.h>
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -214,6 +216,24 @@ void wait_idle(MPI_Request& req, const char* what) {
 // polls then holds a CPU that the rank it waits for needs, so it yields between polls.
 bool g_oversubscribed = false;
 
+void yield_if_oversubscribed() {
+  if (g_oversubscribed) std::this_thread::yield();
+}
+
+// The CPUs the node's ranks may run on together: the union of their affinity masks (a rank
+// a launcher bound to one core is not alone with it), 0 where none could be read.
+std::size_t node_cpus(MPI_Comm node) {
+  std::vector<unsigned char> mask(CPU_SETSIZE / 8, 0);
+  for (const int c : allowed_cpus())
+    if (c >= 0 && c < CPU_SETSIZE)
+      mask[static_cast<std::size_t>(c / 8)] |= static_cast<unsigned char>(1U << (c % 8));
+  MPI_Allreduce(MPI_IN_PLACE, mask.data(), static_cast<int>(mask.size()), MPI_UNSIGNED_CHAR,
+                MPI_BOR, node);
+  std::size_t n = 0;
+  for (const unsigned char b : mask) n += static_cast<std::size_t>(std::popcount(b));
+  return n;
+}
+
 // Waits for `req` polling without a pause, calling `progress` between polls (yielding the
 // CPU between them where the node is oversubscribed).
 template <class Progress>
@@ -221,7 +241,7 @@ void wait_spin(MPI_Request& req, const Progress& progress) {
   for (int done = 0; !done;) {
     progress();
     mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (!done && g_oversubscribed) std::this_thread::yield();
+    if (!done) yield_if_oversubscribed();
   }
 }
 
@@ -235,7 +255,7 @@ class MpiTransfer final : public Runtime::Transfer {
     if (req_ == MPI_REQUEST_NULL) return true;
     int flag = 0;
     mpi_check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    if (flag == 0 && g_oversubscribed) std::this_thread::yield();  // as wait_spin
+    if (flag == 0) yield_if_oversubscribed();
     return flag != 0;
   }
   // MPI_Cancel, then up to 200 ms for the request to finish either way.
@@ -282,7 +302,8 @@ class MpiRuntime final : public Runtime {
     MPI_Comm_rank(node_, &local_rank_);
     node_leader_ = rank_;
     MPI_Allreduce(MPI_IN_PLACE, &node_leader_, 1, MPI_INT, MPI_MIN, node_);
-    g_oversubscribed = static_cast<std::size_t>(node_size) > allowed_cpus().size();
+    const std::size_t cpus = node_cpus(node_);
+    g_oversubscribed = cpus > 0 && static_cast<std::size_t>(node_size) > cpus;
     int all_local = node_size == size_ ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     single_host_ = all_local == 1;
